@@ -1,0 +1,51 @@
+"""Small builders of model values for tests."""
+
+from __future__ import annotations
+
+import hashlib
+
+from tuned_kernels import model
+
+CPU = model.Target(vendor="cpu", arch="cpu", device_name="cpu (Triton interpreter)")
+H100 = model.Target(
+    vendor="nvidia", arch="sm90", device_name="NVIDIA H100 80GB HBM3", multiprocessor_count=132
+)
+TRITON_39 = model.CompilerFingerprint("3.9.0", "a" * 64, "b" * 64, (("ptxas", "13.4.59"),), "2.13.0")
+TRITON_38 = model.CompilerFingerprint("3.8.0", "c" * 64, "b" * 64, (("ptxas", "13.0.88"),), "2.12.0")
+
+
+def source_hash(name: str) -> str:
+    return hashlib.sha256(name.encode()).hexdigest()
+
+
+def config(block: int, warps: int = 4, stages: int = 3) -> model.Config:
+    return model.Config.of({"BLOCK": block}, num_warps=warps, num_stages=stages)
+
+
+def entry(
+    kernel: str = "pkg.matmul_kernel",
+    key: model.TuningKey = (128, "torch.float16"),
+    block: int = 64,
+    time_ms: float = 1.0,
+    runner_up: float | None = 2.0,
+) -> model.Entry:
+    best = config(block)
+    timings = [model.Timing(best, time_ms)]
+    if runner_up is not None:
+        timings.append(model.Timing(config(block * 2, warps=8), runner_up))
+    return model.Entry(
+        kernel=model.KernelIdentity(kernel, source_hash(kernel), ("x_ptr", "n", "BLOCK")),
+        key=key,
+        best=best,
+        timings=tuple(timings),
+        rejected=(model.Rejection(config(4096), "wrong numbers: max error 0.5 > 0.01"),),
+        found_by=model.FoundBy.EXHAUSTIVE,
+        configs_benchmarked=len(timings),
+    )
+
+
+def results(
+    *entries: model.Entry, target: model.Target = CPU, compiler: model.CompilerFingerprint = TRITON_39
+) -> model.Results:
+    header = model.Header(target, compiler, model.Producer.TUNE, "0.1.0", "2026-11-22T12:00:00Z")
+    return model.Results(header, tuple(sorted(entries, key=model.entry_sort_key)))

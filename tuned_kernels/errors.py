@@ -1,0 +1,32 @@
+"""The one exception hierarchy of tuned-kernels: messages name the file, the field and what was expected."""
+
+from __future__ import annotations
+
+
+class TunedKernelsError(Exception):
+    """Base of every error tuned-kernels raises on purpose."""
+
+
+class UnknownTargetError(TunedKernelsError):
+    """A target name (e.g. from TUNED_KERNELS_TARGET) that tuned-kernels does not know."""
+
+
+class ResultsFormatError(TunedKernelsError):
+    """A results file that cannot be read: bad extension, corrupt, truncated, foreign or a newer schema."""
+
+    def __init__(self, path: str, cause: str) -> None:
+        super().__init__(f"{path}: {cause}")
+        self.path = path
+        self.cause = cause
+
+
+class MergeConflictError(TunedKernelsError):
+    """Results from different targets or compilers merged without --allow-mixed."""
+
+
+class CorpusError(TunedKernelsError):
+    """A corpus spec that cannot be loaded or a corpus entry that is malformed."""
+
+
+class BundleError(TunedKernelsError):
+    """A bundle wheel or bundle directory that cannot be built or used."""

@@ -1,0 +1,186 @@
+"""The data model shared by hardware/, aot/, packager/ and registry/: pure values, no I/O.
+
+A `Target` names a GPU type, a `CompilerFingerprint` the compiler that built for it; together they name a
+bundle. An `Entry` is one tuning decision: for a kernel (`KernelIdentity`) and a tuning key exactly as
+Triton's autotuner forms it, the best `Config` and how it was found.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import enum
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Literal
+
+Vendor = Literal["nvidia", "amd", "cpu"]
+Scalar = int | float | bool | str | None
+SCHEMA_VERSION = 1
+
+
+@dataclass(frozen=True)
+class Target:
+    """A GPU type (or the cpu interpreter target): what a bundle is built for."""
+
+    vendor: Vendor
+    arch: str
+    device_name: str = ""
+    multiprocessor_count: int = 0
+    memory_bytes: int = 0
+    driver_version: str = ""
+    runtime_version: str = ""
+
+    @property
+    def bundle_name(self) -> str:
+        return f"tuned-kernels-{self.arch}"
+
+
+@dataclass(frozen=True)
+class CompilerFingerprint:
+    """The compiler that produced kernels and timings. Two fingerprints match when `compiler_id` is equal."""
+
+    triton_version: str
+    triton_hash: str
+    backend_hash: str = ""
+    backend_versions: tuple[tuple[str, str], ...] = ()
+    torch_version: str = ""
+
+    @property
+    def compiler_id(self) -> str:
+        """What must be equal for kernels and timings to carry over: Triton itself and its backend."""
+        return f"{self.triton_version}:{self.triton_hash}:{self.backend_hash}"
+
+    def describe(self) -> str:
+        extras = ", ".join(f"{k} {v}" for k, v in self.backend_versions)
+        return f"triton {self.triton_version}" + (f" ({extras})" if extras else "")
+
+
+class Producer(enum.Enum):
+    TUNE = "tune"
+    CAPTURE = "capture"
+    MERGE = "merge"
+
+
+class FoundBy(enum.Enum):
+    EXHAUSTIVE = "exhaustive"
+    SEEDED = "seeded"
+    CAPTURED = "captured"
+    ONLINE = "online"
+
+
+@dataclass(frozen=True)
+class KernelIdentity:
+    """Which kernel an entry tunes: its qualified name and a hash of its source."""
+
+    name: str
+    source_hash: str
+    param_names: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True)
+class Config:
+    """A launch configuration, as `triton.Config` holds it (kwargs sorted by name)."""
+
+    kwargs: tuple[tuple[str, Scalar], ...]
+    num_warps: int = 4
+    num_stages: int = 3
+    num_ctas: int = 1
+    maxnreg: int | None = None
+
+    @staticmethod
+    def of(kwargs: Mapping[str, Scalar], **launch: int | None) -> Config:
+        return Config(tuple(sorted(kwargs.items())), **launch)  # type: ignore[arg-type]
+
+    def describe(self) -> str:
+        parts = [f"{k}={v}" for k, v in self.kwargs]
+        parts += [f"warps={self.num_warps}", f"stages={self.num_stages}"]
+        if self.num_ctas != 1:
+            parts.append(f"ctas={self.num_ctas}")
+        if self.maxnreg is not None:
+            parts.append(f"maxnreg={self.maxnreg}")
+        return " ".join(parts)
+
+
+@dataclass(frozen=True)
+class Timing:
+    config: Config
+    time_ms: float
+
+
+@dataclass(frozen=True)
+class Rejection:
+    config: Config
+    reason: str
+
+
+@dataclass(frozen=True)
+class Artifact:
+    kind: str
+    sha256: str
+    size_bytes: int
+    path: str
+
+
+TuningKey = tuple[Scalar, ...]
+
+
+@dataclass(frozen=True)
+class Entry:
+    """One tuning decision: for `kernel` at `key`, `best` won."""
+
+    kernel: KernelIdentity
+    key: TuningKey
+    best: Config
+    timings: tuple[Timing, ...] = ()
+    rejected: tuple[Rejection, ...] = ()
+    found_by: FoundBy = FoundBy.EXHAUSTIVE
+    configs_benchmarked: int = 0
+    artifacts: tuple[Artifact, ...] = ()
+
+    @property
+    def best_time_ms(self) -> float:
+        """The winner's time; infinity where none was recorded, so a timed entry always beats it."""
+        for timing in self.timings:
+            if timing.config == self.best:
+                return timing.time_ms
+        return float("inf")
+
+    @property
+    def slot(self) -> EntrySlot:
+        return (self.kernel.name, self.kernel.source_hash, self.key)
+
+
+EntrySlot = tuple[str, str, TuningKey]
+
+
+@dataclass(frozen=True)
+class Header:
+    target: Target
+    compiler: CompilerFingerprint
+    producer: Producer
+    tool_version: str
+    created_at: str
+    schema_version: int = SCHEMA_VERSION
+
+
+@dataclass(frozen=True)
+class Results:
+    header: Header
+    entries: tuple[Entry, ...] = field(default_factory=tuple)
+
+    def with_entries(self, entries: tuple[Entry, ...]) -> Results:
+        return dataclasses.replace(self, entries=entries)
+
+
+SortToken = tuple[int, float, str]
+
+
+def key_sort_token(value: Scalar) -> SortToken:
+    """A total order over mixed-type key elements, so merged files come out in a reproducible order."""
+    order = {type(None): 0, bool: 1, int: 2, float: 3, str: 4}[type(value)]
+    number = float(value) if isinstance(value, (int, float)) else 0.0
+    return (order, number, value if isinstance(value, str) else "")
+
+
+def entry_sort_key(entry: Entry) -> tuple[str, str, tuple[SortToken, ...]]:
+    return (entry.kernel.name, entry.kernel.source_hash, tuple(key_sort_token(v) for v in entry.key))

@@ -1,0 +1,234 @@
+"""Converts between the pure model and the protobuf messages, validating every field on the way in.
+
+Decoding raises `ValueError` with the path of the offending field; files.py adds the file name.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+
+from tuned_kernels import model
+from tuned_kernels.results import results_pb2 as pb
+
+FORMAT_NAME = "tuned-kernels-results"
+_VENDORS = ("nvidia", "amd", "cpu")
+_IDENT = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
+_HEX64 = re.compile(r"^[0-9a-f]{64}$")
+
+_PRODUCERS = {
+    model.Producer.TUNE: pb.PRODUCER_TUNE,
+    model.Producer.CAPTURE: pb.PRODUCER_CAPTURE,
+    model.Producer.MERGE: pb.PRODUCER_MERGE,
+}
+_FOUND_BY = {
+    model.FoundBy.EXHAUSTIVE: pb.FOUND_BY_EXHAUSTIVE,
+    model.FoundBy.SEEDED: pb.FOUND_BY_SEEDED,
+    model.FoundBy.CAPTURED: pb.FOUND_BY_CAPTURED,
+    model.FoundBy.ONLINE: pb.FOUND_BY_ONLINE,
+}
+
+
+# ---- model -> proto ---------------------------------------------------------------------------------
+
+
+def scalar_to_pb(value: model.Scalar) -> pb.Scalar:
+    if value is None:
+        return pb.Scalar(none_value=True)
+    if isinstance(value, bool):
+        return pb.Scalar(bool_value=value)
+    if isinstance(value, int):
+        return pb.Scalar(int_value=value)
+    if isinstance(value, float):
+        return pb.Scalar(float_value=value)
+    if isinstance(value, str):
+        return pb.Scalar(str_value=value)
+    raise TypeError(f"cannot store {type(value).__name__} {value!r}: only int, float, bool, str, None")
+
+
+def config_to_pb(config: model.Config) -> pb.Config:
+    return pb.Config(
+        kwargs=[pb.Kwarg(name=k, value=scalar_to_pb(v)) for k, v in config.kwargs],
+        num_warps=config.num_warps,
+        num_stages=config.num_stages,
+        num_ctas=config.num_ctas,
+        maxnreg=config.maxnreg or 0,
+    )
+
+
+def results_to_pb(results: model.Results) -> pb.Results:
+    h = results.header
+    return pb.Results(
+        format=FORMAT_NAME,
+        header=pb.Header(
+            schema_version=h.schema_version,
+            target=pb.Target(
+                vendor=h.target.vendor,
+                arch=h.target.arch,
+                device_name=h.target.device_name,
+                multiprocessor_count=h.target.multiprocessor_count,
+                memory_bytes=h.target.memory_bytes,
+                driver_version=h.target.driver_version,
+                runtime_version=h.target.runtime_version,
+            ),
+            compiler=pb.CompilerFingerprint(
+                triton_version=h.compiler.triton_version,
+                triton_hash=h.compiler.triton_hash,
+                backend_hash=h.compiler.backend_hash,
+                backend_versions=dict(h.compiler.backend_versions),
+                torch_version=h.compiler.torch_version,
+            ),
+            tool_version=h.tool_version,
+            created_at=h.created_at,
+            producer=_PRODUCERS[h.producer],
+        ),
+        entries=[_entry_to_pb(e) for e in results.entries],
+    )
+
+
+def _entry_to_pb(entry: model.Entry) -> pb.Entry:
+    return pb.Entry(
+        kernel=pb.KernelIdentity(
+            name=entry.kernel.name,
+            source_hash=entry.kernel.source_hash,
+            param_names=list(entry.kernel.param_names),
+        ),
+        key=[scalar_to_pb(v) for v in entry.key],
+        best=config_to_pb(entry.best),
+        timings=[pb.Timing(config=config_to_pb(t.config), time_ms=t.time_ms) for t in entry.timings],
+        rejected=[pb.Rejection(config=config_to_pb(r.config), reason=r.reason) for r in entry.rejected],
+        found_by=_FOUND_BY[entry.found_by],
+        configs_benchmarked=entry.configs_benchmarked,
+        artifacts=[
+            pb.Artifact(kind=a.kind, sha256=a.sha256, size_bytes=a.size_bytes, path=a.path)
+            for a in entry.artifacts
+        ],
+    )
+
+
+# ---- proto -> model (validating) -----------------------------------------------------------------
+
+
+def _require(condition: bool, field: str, expected: str) -> None:
+    if not condition:
+        raise ValueError(f"field {field}: expected {expected}")
+
+
+def scalar_from_pb(msg: pb.Scalar, field: str) -> model.Scalar:
+    kind = msg.WhichOneof("kind")
+    _require(kind is not None, field, "one of int_value, float_value, bool_value, str_value, none_value")
+    if kind == "none_value":
+        return None
+    value: model.Scalar = getattr(msg, kind)
+    return value
+
+
+def config_from_pb(msg: pb.Config, field: str) -> model.Config:
+    names = [kw.name for kw in msg.kwargs]
+    for i, name in enumerate(names):
+        _require(bool(_IDENT.match(name)), f"{field}.kwargs[{i}].name", "a Python identifier")
+    _require(len(set(names)) == len(names), f"{field}.kwargs", "distinct names")
+    _require(1 <= msg.num_warps <= 64, f"{field}.num_warps", "1..64")
+    _require(msg.num_stages <= 16, f"{field}.num_stages", "0..16")
+    _require(1 <= msg.num_ctas <= 16, f"{field}.num_ctas", "1..16")
+    _require(msg.maxnreg <= 1024, f"{field}.maxnreg", "0 (unset) or at most 1024")
+    kwargs = tuple(
+        sorted(
+            (kw.name, scalar_from_pb(kw.value, f"{field}.kwargs[{i}].value"))
+            for i, kw in enumerate(msg.kwargs)
+        )
+    )
+    return model.Config(kwargs, msg.num_warps, msg.num_stages, msg.num_ctas, msg.maxnreg or None)
+
+
+def _time_from_pb(value: float, field: str) -> float:
+    _require(not math.isnan(value) and value > 0, field, "a positive time in ms")
+    return value
+
+
+def _entry_from_pb(msg: pb.Entry, field: str) -> model.Entry:
+    _require(bool(msg.kernel.name), f"{field}.kernel.name", "a kernel name")
+    _require(bool(_HEX64.match(msg.kernel.source_hash)), f"{field}.kernel.source_hash", "64 hex digits")
+    _require(msg.HasField("best"), f"{field}.best", "a config")
+    artifacts = []
+    for i, a in enumerate(msg.artifacts):
+        _require(bool(_HEX64.match(a.sha256)), f"{field}.artifacts[{i}].sha256", "64 hex digits")
+        _require(
+            _is_contained_path(a.path), f"{field}.artifacts[{i}].path", "a relative path inside the bundle"
+        )
+        artifacts.append(model.Artifact(a.kind, a.sha256, a.size_bytes, a.path))
+    found_by = {v: k for k, v in _FOUND_BY.items()}.get(msg.found_by)
+    _require(found_by is not None, f"{field}.found_by", "exhaustive, seeded, captured or online")
+    assert found_by is not None
+    return model.Entry(
+        kernel=model.KernelIdentity(msg.kernel.name, msg.kernel.source_hash, tuple(msg.kernel.param_names)),
+        key=tuple(scalar_from_pb(v, f"{field}.key[{i}]") for i, v in enumerate(msg.key)),
+        best=config_from_pb(msg.best, f"{field}.best"),
+        timings=tuple(
+            model.Timing(
+                config_from_pb(t.config, f"{field}.timings[{i}].config"),
+                _time_from_pb(t.time_ms, f"{field}.timings[{i}].time_ms"),
+            )
+            for i, t in enumerate(msg.timings)
+        ),
+        rejected=tuple(
+            model.Rejection(config_from_pb(r.config, f"{field}.rejected[{i}].config"), r.reason)
+            for i, r in enumerate(msg.rejected)
+        ),
+        found_by=found_by,
+        configs_benchmarked=msg.configs_benchmarked,
+        artifacts=tuple(artifacts),
+    )
+
+
+def _is_contained_path(path: str) -> bool:
+    parts = path.split("/")
+    return (
+        bool(path) and not path.startswith("/") and "\\" not in path and ".." not in parts and "" not in parts
+    )
+
+
+def check_schema_version(version: int) -> None:
+    if version > model.SCHEMA_VERSION:
+        raise ValueError(
+            f"written with results schema v{version}, newer than this tuned-kernels reads "
+            f"(v{model.SCHEMA_VERSION}); upgrade tuned-kernels"
+        )
+    _require(version >= 1, "header.schema_version", f"1..{model.SCHEMA_VERSION}")
+
+
+def results_from_pb(msg: pb.Results) -> model.Results:
+    _require(msg.format == FORMAT_NAME, "format", f'"{FORMAT_NAME}" (is this a tuned-kernels results file?)')
+    _require(msg.HasField("header"), "header", "a header")
+    h = msg.header
+    check_schema_version(h.schema_version)
+    _require(h.target.vendor in _VENDORS, "header.target.vendor", " | ".join(_VENDORS))
+    _require(bool(h.target.arch), "header.target.arch", "an architecture such as sm90")
+    _require(bool(h.compiler.triton_version), "header.compiler.triton_version", "a Triton version")
+    producer = {v: k for k, v in _PRODUCERS.items()}.get(h.producer)
+    _require(producer is not None, "header.producer", "tune, capture or merge")
+    assert producer is not None
+    header = model.Header(
+        target=model.Target(
+            vendor=h.target.vendor,  # type: ignore[arg-type]
+            arch=h.target.arch,
+            device_name=h.target.device_name,
+            multiprocessor_count=h.target.multiprocessor_count,
+            memory_bytes=h.target.memory_bytes,
+            driver_version=h.target.driver_version,
+            runtime_version=h.target.runtime_version,
+        ),
+        compiler=model.CompilerFingerprint(
+            triton_version=h.compiler.triton_version,
+            triton_hash=h.compiler.triton_hash,
+            backend_hash=h.compiler.backend_hash,
+            backend_versions=tuple(sorted(h.compiler.backend_versions.items())),
+            torch_version=h.compiler.torch_version,
+        ),
+        producer=producer,
+        tool_version=h.tool_version,
+        created_at=h.created_at,
+        schema_version=h.schema_version,
+    )
+    entries = tuple(_entry_from_pb(e, f"entries[{i}]") for i, e in enumerate(msg.entries))
+    return model.Results(header, entries)

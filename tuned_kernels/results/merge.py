@@ -1,0 +1,56 @@
+"""Merging results: the union of shard files, the faster entry winning per slot. Pure.
+
+Merge is associative, commutative and idempotent over entries, and its output order is fixed, so the same
+shards merged in any order give byte-identical files.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Iterable, Sequence
+
+from tuned_kernels import model
+from tuned_kernels.errors import MergeConflictError
+from tuned_kernels.matching import compiler_mismatch, target_mismatch
+
+
+def better(a: model.Entry, b: model.Entry) -> model.Entry:
+    """The faster of two entries for one slot; ties broken by content so the choice is order-independent."""
+    ta, tb = a.best_time_ms, b.best_time_ms
+    if ta != tb:
+        return a if ta < tb else b
+    return a if repr(a) <= repr(b) else b
+
+
+def merge_entries(groups: Iterable[Iterable[model.Entry]]) -> tuple[model.Entry, ...]:
+    best: dict[model.EntrySlot, model.Entry] = {}
+    for entries in groups:
+        for entry in entries:
+            held = best.get(entry.slot)
+            best[entry.slot] = entry if held is None else better(held, entry)
+    return tuple(sorted(best.values(), key=model.entry_sort_key))
+
+
+def merge_results(
+    inputs: Sequence[tuple[str, model.Results]],
+    *,
+    allow_mixed: bool = False,
+    created_at: str,
+    tool_version: str,
+) -> model.Results:
+    """Joins named results; different targets or compilers are refused unless `allow_mixed`."""
+    if not inputs:
+        raise MergeConflictError("nothing to merge")
+    first_name, first = inputs[0]
+    if not allow_mixed:
+        for name, other in inputs[1:]:
+            against = f"{first_name} for"
+            reason = target_mismatch(other.header.target, first.header.target, against) or compiler_mismatch(
+                other.header.compiler, first.header.compiler, f"{first_name} with"
+            )
+            if reason:
+                raise MergeConflictError(f"{name} {reason}; use --allow-mixed to force")
+    header = dataclasses.replace(
+        first.header, producer=model.Producer.MERGE, created_at=created_at, tool_version=tool_version
+    )
+    return model.Results(header, merge_entries(r.entries for _, r in inputs))

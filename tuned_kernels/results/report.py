@@ -1,0 +1,78 @@
+"""Renders results for people (a table) and for programs (JSON). Pure."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from tuned_kernels import model
+
+
+def format_key(key: model.TuningKey) -> str:
+    return "(" + ", ".join(str(v) for v in key) + ")"
+
+
+def results_summary(results: model.Results) -> dict[str, Any]:
+    h = results.header
+    return {
+        "schema_version": h.schema_version,
+        "producer": h.producer.value,
+        "created_at": h.created_at,
+        "tool_version": h.tool_version,
+        "target": {"vendor": h.target.vendor, "arch": h.target.arch, "device_name": h.target.device_name},
+        "bundle_name": h.target.bundle_name,
+        "compiler": {
+            "triton_version": h.compiler.triton_version,
+            "triton_hash": h.compiler.triton_hash,
+            "backend_versions": dict(h.compiler.backend_versions),
+            "torch_version": h.compiler.torch_version,
+        },
+        "entries": [
+            {
+                "kernel": e.kernel.name,
+                "source_hash": e.kernel.source_hash,
+                "key": list(e.key),
+                "best": {
+                    **dict(e.best.kwargs),
+                    "num_warps": e.best.num_warps,
+                    "num_stages": e.best.num_stages,
+                    "num_ctas": e.best.num_ctas,
+                    "maxnreg": e.best.maxnreg,
+                },
+                "best_time_ms": None if e.best_time_ms == float("inf") else e.best_time_ms,
+                "found_by": e.found_by.value,
+                "configs_benchmarked": e.configs_benchmarked,
+                "rejected": [{"config": r.config.describe(), "reason": r.reason} for r in e.rejected],
+                "artifacts": [
+                    {"kind": a.kind, "sha256": a.sha256, "size_bytes": a.size_bytes} for a in e.artifacts
+                ],
+            }
+            for e in results.entries
+        ],
+    }
+
+
+def results_table(results: model.Results) -> str:
+    h = results.header
+    lines = [
+        f"target    {h.target.arch} ({h.target.device_name or 'generic'}) -> {h.target.bundle_name}",
+        f"compiler  {h.compiler.describe()}, triton hash {h.compiler.triton_hash[:12]}",
+        f"producer  {h.producer.value} by tuned-kernels {h.tool_version} at {h.created_at}",
+        f"entries   {len(results.entries)} across {len({e.kernel.name for e in results.entries})} kernels",
+        "",
+    ]
+    rows = [("kernel", "key", "best config", "time ms", "found", "rejected")]
+    for e in results.entries:
+        time_ms = "-" if e.best_time_ms == float("inf") else f"{e.best_time_ms:.4g}"
+        rows.append(
+            (
+                e.kernel.name.rsplit(".", 1)[-1],
+                format_key(e.key),
+                e.best.describe(),
+                time_ms,
+                e.found_by.value,
+                str(len(e.rejected)),
+            )
+        )
+    widths = [max(len(r[i]) for r in rows) for i in range(len(rows[0]))]
+    lines += ["  ".join(c.ljust(w) for c, w in zip(r, widths, strict=True)).rstrip() for r in rows]
+    return "\n".join(lines)
