@@ -18,6 +18,8 @@ $(STAMP): pyproject.toml
 	@if [ -z "$(HAS_GPU)" ]; then echo "no GPU: installing torch's CPU build ($(TORCH_CPU))"; \
 	    $(BIN)/pip install -q $(TORCH_CPU); fi
 	$(BIN)/pip install -q -e ".[dev]"
+	@# an editable install leaves out the wheel's tuned_kernels.pth (TUNED_KERNELS=1 support): add it
+	cp tuned_kernels.pth "$$($(BIN)/python -c 'import sysconfig; print(sysconfig.get_paths()["purelib"])')/"
 	touch $(STAMP)
 
 demo: $(STAMP)

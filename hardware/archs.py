@@ -13,8 +13,19 @@ from tuned_kernels.errors import UnknownTargetError
 from tuned_kernels.model import Target, Vendor
 
 NVIDIA_ARCHS = (
-    "sm70", "sm75", "sm80", "sm86", "sm87", "sm89", "sm90", "sm90a", "sm100", "sm100a", "sm103", "sm120",
-)  # fmt: skip
+    "sm70",
+    "sm75",
+    "sm80",
+    "sm86",
+    "sm87",
+    "sm89",
+    "sm90",
+    "sm90a",
+    "sm100",
+    "sm100a",
+    "sm103",
+    "sm120",
+)
 AMD_ARCHS = ("gfx90a", "gfx942", "gfx950", "gfx1100", "gfx1101", "gfx1200", "gfx1201")
 KNOWN_ARCHS: tuple[str, ...] = (*NVIDIA_ARCHS, *AMD_ARCHS, "cpu")
 

@@ -61,3 +61,14 @@ def _driver_version() -> str:
     except Exception:  # best effort: the driver version is informational
         pass
     return ""
+
+
+def interpret_without_gpu() -> None:
+    """On a machine with no GPU, kernels run through Triton's interpreter: the cpu target.
+    Call before any kernel module is imported (Triton reads the switch when kernels are defined)."""
+    if interpreting() or os.environ.get(TARGET_ENV):
+        return
+    import torch
+
+    if not torch.cuda.is_available():
+        os.environ["TRITON_INTERPRET"] = "1"

@@ -1,8 +1,35 @@
 """tuned-kernels: ahead-of-time tuned Triton kernels, shipped as per-GPU, per-compiler wheels.
 
-Importing this package is cheap: nothing touches torch, Triton or the disk until it is used.
+`import tuned_kernels; tuned_kernels.enable()` makes every `@triton.autotune` kernel consult the installed
+bundles first (`TUNED_KERNELS=1` does the same with no code change). Importing is cheap: nothing touches
+torch, Triton or the disk until it is used.
 """
+
+from __future__ import annotations
+
+from typing import Any
 
 from tuned_kernels.version import TOOL_VERSION as __version__
 
-__all__ = ["__version__"]
+
+def enable() -> None:
+    """Every `@triton.autotune` kernel in this process, defined before or after, consults bundles first."""
+    from tuned_kernels.registry import enable as _enable
+
+    _enable()
+
+
+def disable() -> None:
+    from tuned_kernels.registry import disable as _disable
+
+    _disable()
+
+
+def stats() -> dict[str, Any]:
+    """Bundles found, selected and rejected (with reasons), overlay location and size, hits, misses."""
+    from tuned_kernels.registry.runtime import REGISTRY
+
+    return REGISTRY.summary()
+
+
+__all__ = ["__version__", "disable", "enable", "stats"]

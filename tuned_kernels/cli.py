@@ -8,15 +8,12 @@ from __future__ import annotations
 import argparse
 import dataclasses
 import json
+import os
 import sys
 from collections.abc import Sequence
-from datetime import datetime, timezone
 
 from tuned_kernels.errors import TunedKernelsError
-
-
-def utc_now() -> str:
-    return datetime.now(timezone.utc).replace(microsecond=0).isoformat().replace("+00:00", "Z")
+from tuned_kernels.timestamps import utc_now
 
 
 def cmd_detect(args: argparse.Namespace) -> int:
@@ -67,6 +64,82 @@ def cmd_merge(args: argparse.Namespace) -> int:
     return 0
 
 
+def _shard(text: str) -> tuple[int, int]:
+    index, _, count = text.partition("/")
+    try:
+        i, n = int(index), int(count)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"--shard wants I/N, e.g. 0/4, got {text!r}") from None
+    if not 0 <= i < n:
+        raise argparse.ArgumentTypeError(f"--shard {text}: need 0 <= I < N")
+    return (i, n)
+
+
+def cmd_tune(args: argparse.Namespace) -> int:
+    from tuned_kernels.aot.tune_command import TuneRequest, run_tune
+    from tuned_kernels.aot.tuner import TuneOptions
+
+    options = TuneOptions(
+        strategy=args.strategy, shard=args.shard, time_budget_s=args.time_budget, jobs=args.jobs
+    )
+    request = TuneRequest(
+        output=args.output,
+        corpus=args.corpus,
+        shapes=args.shapes,
+        kernels=args.kernels or (),
+        resume=args.resume,
+        seed_files=args.seed_from or (),
+        options=options,
+    )
+    report = run_tune(request, utc_now())
+    summary = {**dataclasses.asdict(report), "output": args.output}
+    if args.json:
+        print(json.dumps(summary, indent=2))
+    else:
+        print(
+            f"tuned {report.tuned} keys ({report.resumed} done earlier) in {report.seconds:.1f}s: "
+            f"{report.configs_benchmarked} configs benchmarked, {report.rejected} rejected -> {args.output}"
+            + (" (stopped at the time budget)" if report.stopped_early else "")
+        )
+        for failure in report.failed:
+            print(f"  failed: {failure}")
+    return 1 if report.failed else 0
+
+
+def cmd_capture(args: argparse.Namespace) -> int:
+    from tuned_kernels.aot.capture import capture
+
+    command = args.command_line[1:] if args.command_line[:1] == ["--"] else args.command_line
+    report = capture(args.output, command)
+    print(
+        f"captured {report.entries} tuning decisions of {len(report.kernels)} kernels -> {args.output}"
+        + (f" ({', '.join(report.kernels)})" if report.kernels else ""),
+        file=sys.stderr,
+    )
+    return report.returncode
+
+
+def cmd_status(args: argparse.Namespace) -> int:
+    import tuned_kernels
+
+    summary = tuned_kernels.stats()
+    if args.json:
+        print(json.dumps(summary, indent=2))
+        return 0
+    print(f"target     {summary['target']}, {summary['compiler']}")
+    for chosen in summary["selected"]:
+        print(f"selected   {chosen['bundle']}  ({chosen['file']})")
+    for rejected in summary["rejected"]:
+        print(f"rejected   {rejected['bundle']}: {rejected['reason']}")
+    if not summary["selected"] and not summary["rejected"]:
+        print("bundles    none found (install tuned-kernels-<target> or set TUNED_KERNELS_PATH)")
+    print(f"entries    {summary['entries']}")
+    print(f"overlay    {summary['overlay']['path']} ({summary['overlay']['bytes']} bytes)")
+    for problem in summary["problems"]:
+        print(f"problem    {problem}")
+    return 0
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="tuned-kernels", description=__doc__.splitlines()[0] if __doc__ else ""
@@ -88,11 +161,39 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--allow-mixed", action="store_true", help="merge files of different targets or compilers")
     p.set_defaults(func=cmd_merge)
 
+    p = sub.add_parser("tune", help="tune a kernel corpus on this machine's target")
+    p.add_argument(
+        "--corpus", default="builtin", help="builtin, package.module:NAME or path/to/file.py[:NAME]"
+    )
+    p.add_argument("--shapes", default="quick", help="shape set: quick (CPU/CI) or full (GPU runners)")
+    p.add_argument("--kernels", action="append", help="only these families (repeatable)")
+    p.add_argument("-o", "--output", required=True)
+    p.add_argument("--shard", type=_shard, default=(0, 1), metavar="I/N")
+    p.add_argument("--resume", action="store_true", help="keep the output's finished keys, tune the rest")
+    p.add_argument("--jobs", type=int, default=os.cpu_count() or 1, help="compile threads (GPU targets)")
+    p.add_argument("--time-budget", type=float, default=None, metavar="SECONDS")
+    p.add_argument("--strategy", choices=("exhaustive", "seeded"), default="exhaustive")
+    p.add_argument("--seed-from", action="append", metavar="RESULTS", help="earlier results to seed from")
+    p.add_argument("--json", action="store_true", help="print a JSON summary at the end")
+    p.set_defaults(func=cmd_tune)
+
+    p = sub.add_parser("capture", help="run a program and record its autotuning decisions")
+    p.add_argument("-o", "--output", required=True)
+    p.add_argument("command_line", nargs=argparse.REMAINDER, metavar="-- COMMAND ...")
+    p.set_defaults(func=cmd_capture)
+
+    p = sub.add_parser("status", help="bundles found, selected, rejected; overlay; hits and misses")
+    p.add_argument("--json", action="store_true")
+    p.set_defaults(func=cmd_status)
     return parser
 
 
 def main(argv: Sequence[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
+    if args.command in ("tune", "capture", "status"):
+        from tuned_kernels.hardware.probe import interpret_without_gpu
+
+        interpret_without_gpu()
     try:
         code: int = args.func(args)
         return code

@@ -1,0 +1,106 @@
+"""The corpus API: what a tunable kernel family tells the tuner, and how corpora are loaded.
+
+A `KernelFamily` names an `@triton.autotune` kernel, makes inputs for a `Case` (one shape and dtype),
+runs the op on them, and gives a higher-precision reference with tolerances. Named shape sets (`quick` for
+the CPU and CI, `full` for GPU runners) list the cases. A corpus is a sequence of families; user corpora
+are `package.module:NAME` or `path/to/file.py[:NAME]` (NAME defaults to CORPUS).
+"""
+
+from __future__ import annotations
+
+import importlib
+import importlib.util
+import sys
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from tuned_kernels.errors import CorpusError
+
+Inputs = dict[str, Any]
+
+
+@dataclass(frozen=True)
+class Case:
+    """One point to tune: shape and dtype parameters, named by a stable id."""
+
+    params: tuple[tuple[str, Any], ...]
+
+    @staticmethod
+    def of(**params: Any) -> Case:
+        return Case(tuple(params.items()))
+
+    @property
+    def id(self) -> str:
+        return ",".join(f"{k}={v}" for k, v in self.params)
+
+    def __getitem__(self, name: str) -> Any:
+        return dict(self.params)[name]
+
+
+@dataclass(frozen=True)
+class KernelFamily:
+    name: str
+    kernel: Any  # the @triton.autotune kernel the op launches
+    make_inputs: Callable[[Case, Any, Any], Inputs]  # (case, device, torch.Generator) -> inputs
+    run: Callable[[Inputs], Any]  # launches the op on the inputs, returns its output tensor
+    reference: Callable[[Inputs], Any]  # the same function in higher precision
+    tolerance: tuple[float, float]  # (atol, rtol) against the reference
+    shapes: Mapping[str, Sequence[Case]] = field(default_factory=dict)
+
+    def cases(self, shape_set: str) -> Sequence[Case]:
+        if shape_set not in self.shapes:
+            raise CorpusError(
+                f"kernel family {self.name!r} has no shape set {shape_set!r} "
+                f"(it has: {', '.join(self.shapes) or 'none'})"
+            )
+        return self.shapes[shape_set]
+
+
+Corpus = Sequence[KernelFamily]
+
+
+def load_corpus(spec: str) -> Corpus:
+    """`builtin`, `package.module:NAME` or `path/to/file.py[:NAME]`."""
+    if spec == "builtin":
+        from tuned_kernels.aot.kernels.builtin import CORPUS
+
+        return CORPUS
+    target, _, attr = spec.partition(":")
+    attr = attr or "CORPUS"
+    try:
+        if target.endswith(".py"):
+            path = Path(target)
+            if not path.is_file():
+                raise CorpusError(f"corpus file {target} does not exist")
+            module_name = f"_tuned_kernels_corpus_{path.stem}"
+            module_spec = importlib.util.spec_from_file_location(module_name, path)
+            assert module_spec and module_spec.loader
+            module = importlib.util.module_from_spec(module_spec)
+            sys.modules[module_name] = module  # kernels' __module__ must resolve for Triton
+            module_spec.loader.exec_module(module)
+        else:
+            module = importlib.import_module(target)
+    except CorpusError:
+        raise
+    except Exception as exc:
+        raise CorpusError(f"cannot load corpus {spec!r}: {type(exc).__name__}: {exc}") from exc
+    corpus = getattr(module, attr, None)
+    if corpus is None:
+        raise CorpusError(f"corpus {spec!r}: {target} has no attribute {attr!r}")
+    if not all(isinstance(f, KernelFamily) for f in corpus):
+        raise CorpusError(f"corpus {spec!r}: {attr} must be a sequence of KernelFamily")
+    return tuple(corpus)
+
+
+def select_families(corpus: Corpus, names: Sequence[str] | None) -> Corpus:
+    if not names:
+        return corpus
+    known = {f.name for f in corpus}
+    unknown = [n for n in names if n not in known]
+    if unknown:
+        raise CorpusError(
+            f"unknown kernel families {', '.join(unknown)}; the corpus has {', '.join(sorted(known))}"
+        )
+    return tuple(f for f in corpus if f.name in names)

@@ -1,0 +1,76 @@
+"""Seed heuristics (after Helion's): one small class each, eligible per target and kernel family.
+
+A heuristic proposes configs likely to be near the best for a case; `--strategy seeded` starts there.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Protocol
+
+from tuned_kernels.aot.corpus import Case
+
+from tuned_kernels.model import Config, Target
+
+
+class SeedHeuristic(Protocol):
+    def is_eligible(self, target: Target, family: str) -> bool: ...
+
+    def seed_configs(self, target: Target, case: Case, space: Sequence[Config]) -> list[Config]: ...
+
+
+def _closest(space: Sequence[Config], want: dict[str, int]) -> list[Config]:
+    """The configs of `space` whose fields are nearest `want` (ties kept, at most 4)."""
+
+    def distance(config: Config) -> float:
+        fields = {**dict(config.kwargs), "num_warps": config.num_warps, "num_stages": config.num_stages}
+        return sum(abs(float(fields.get(k, v) or 0) - v) / max(v, 1) for k, v in want.items())  # type: ignore[arg-type,unused-ignore]
+
+    ranked = sorted(space, key=lambda c: (distance(c), repr(c)))
+    return ranked[:4]
+
+
+class MatmulTileHeuristic:
+    """Skinny M (decode) wants short M tiles and long K; big squares want big tiles, deeper pipelines on
+    Hopper and Blackwell."""
+
+    def is_eligible(self, target: Target, family: str) -> bool:
+        return family.startswith("matmul")
+
+    def seed_configs(self, target: Target, case: Case, space: Sequence[Config]) -> list[Config]:
+        m = int(case["M"])
+        big_chip = target.arch.startswith(("sm90", "sm100", "gfx94", "gfx95"))
+        if m <= 64:
+            want = {"BLOCK_M": 32, "BLOCK_N": 64, "BLOCK_K": 64, "num_warps": 4, "num_stages": 4}
+        else:
+            want = {
+                "BLOCK_M": 128,
+                "BLOCK_N": 128,
+                "BLOCK_K": 64,
+                "num_warps": 8,
+                "num_stages": 4 if big_chip else 3,
+            }
+        return _closest(space, want)
+
+
+class RowBlockHeuristic:
+    """Row-wise kernels: the smallest block that holds the row, warps growing with it."""
+
+    def is_eligible(self, target: Target, family: str) -> bool:
+        return family in ("softmax", "layer_norm", "rms_norm")
+
+    def seed_configs(self, target: Target, case: Case, space: Sequence[Config]) -> list[Config]:
+        n = int(case["N"])
+        block = 1 << max(n - 1, 1).bit_length()
+        return _closest(space, {"BLOCK_N": block, "num_warps": min(16, max(1, block // 512))})
+
+
+HEURISTICS: tuple[SeedHeuristic, ...] = (MatmulTileHeuristic(), RowBlockHeuristic())
+
+
+def heuristic_seeds(target: Target, family: str, case: Case, space: Sequence[Config]) -> list[Config]:
+    seeds: list[Config] = []
+    for heuristic in HEURISTICS:
+        if heuristic.is_eligible(target, family):
+            seeds += heuristic.seed_configs(target, case, space)
+    return seeds

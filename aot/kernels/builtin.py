@@ -1,0 +1,167 @@
+"""The built-in corpus: matmul (fp16, bf16), fused matmul + bias + activation, softmax, layer norm, RMS
+norm and attention forward: LLM-typical `full` shapes for GPU runners, tiny `quick` ones for the CPU."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import torch
+from tuned_kernels.aot.corpus import Case, Inputs, KernelFamily
+from tuned_kernels.aot.kernels import attention, matmul, rowwise
+
+DTYPES = {"float16": torch.float16, "bfloat16": torch.bfloat16, "float32": torch.float32}
+# (N, K) pairs from real models (Llama-3 8B / 70B projections), M from decode (1) to long prefill (8192)
+LLM_NK = ((4096, 4096), (14336, 4096), (4096, 14336), (6144, 4096), (8192, 8192), (28672, 8192))
+LLM_M = (1, 16, 64, 256, 1024, 4096, 8192)
+
+
+def _randn(shape: tuple[int, ...], dtype: str, device: Any, gen: Any) -> torch.Tensor:
+    return torch.randn(shape, generator=gen, device="cpu", dtype=torch.float32).to(device, DTYPES[dtype])
+
+
+def _poisoned(shape: tuple[int, ...], dtype: str, device: Any) -> torch.Tensor:
+    """Outputs start as NaN, so an element the kernel never writes fails the check."""
+    return torch.full(shape, float("nan"), device=device, dtype=DTYPES[dtype])
+
+
+def _matmul_inputs(case: Case, device: Any, gen: Any) -> Inputs:
+    m, n, k, dt = case["M"], case["N"], case["K"], case["dtype"]
+    scale = k**-0.5  # keeps outputs O(1) so fp16 tolerances mean the same at every K
+    return {
+        "a": _randn((m, k), dt, device, gen) * scale,
+        "b": _randn((k, n), dt, device, gen),
+        "bias": _randn((n,), dt, device, gen),
+        "activation": dict(case.params).get("act", "none"),
+        "out": _poisoned((m, n), dt, device),
+    }
+
+
+def _matmul_cases(dtypes: tuple[str, ...], full: bool, **extra: str) -> list[Case]:
+    if not full:
+        return [
+            Case.of(M=m, N=n, K=k, dtype=dt, **extra)
+            for dt in dtypes
+            for m, n, k in ((16, 64, 64), (96, 80, 64))
+        ]
+    return [Case.of(M=m, N=n, K=k, dtype=dt, **extra) for dt in dtypes for n, k in LLM_NK for m in LLM_M]
+
+
+def _row_inputs(case: Case, device: Any, gen: Any) -> Inputs:
+    rows, n, dt = case["rows"], case["N"], case["dtype"]
+    return {
+        "x": _randn((rows, n), dt, device, gen),
+        "w": _randn((n,), dt, device, gen),
+        "b": _randn((n,), dt, device, gen),
+        "out": _poisoned((rows, n), dt, device),
+    }
+
+
+def _row_cases(full: bool) -> list[Case]:
+    if not full:
+        return [Case.of(rows=4, N=n, dtype="float16") for n in (200, 1000)]
+    return [
+        Case.of(rows=r, N=n, dtype=dt)
+        for dt in ("float16", "bfloat16")
+        for n in (1024, 4096, 8192, 14336)
+        for r in (16, 4096)
+    ]
+
+
+def _attention_inputs(case: Case, device: Any, gen: Any) -> Inputs:
+    shape = (case["batch"], case["heads"], case["seq"], case["head_dim"])
+    dt = case["dtype"]
+    return {
+        "q": _randn(shape, dt, device, gen),
+        "k": _randn(shape, dt, device, gen),
+        "v": _randn(shape, dt, device, gen),
+        "causal": case["causal"],
+        "out": _poisoned(shape, dt, device),
+    }
+
+
+def _attention_cases(full: bool) -> list[Case]:
+    if not full:
+        return [
+            Case.of(batch=1, heads=2, seq=64, head_dim=32, causal=c, dtype="float16") for c in (False, True)
+        ]
+    return [
+        Case.of(batch=b, heads=32, seq=s, head_dim=128, causal=c, dtype=dt)
+        for dt in ("float16", "bfloat16")
+        for c in (False, True)
+        for b, s in ((1, 1024), (1, 4096), (4, 2048))
+    ]
+
+
+def _layer_norm_ref(i: Inputs) -> torch.Tensor:
+    x = i["x"].double()
+    return torch.nn.functional.layer_norm(x, (x.shape[-1],), i["w"].double(), i["b"].double(), 1e-5)
+
+
+def _rms_norm_ref(i: Inputs) -> torch.Tensor:
+    x: torch.Tensor = i["x"].double()
+    return x * torch.rsqrt(x.pow(2).mean(-1, keepdim=True) + 1e-6) * i["w"].double()
+
+
+CORPUS: tuple[KernelFamily, ...] = (
+    KernelFamily(
+        name="matmul",
+        kernel=matmul.matmul_kernel,
+        make_inputs=_matmul_inputs,
+        run=lambda i: matmul.triton_matmul(i["a"], i["b"], out=i["out"]),
+        reference=lambda i: i["a"].double() @ i["b"].double(),
+        tolerance=(2e-2, 1e-2),
+        # bf16 only on GPU runners: Triton 3.9's interpreter returns garbage for bf16 dot (seen: errors ~1e10)
+        shapes={
+            "quick": _matmul_cases(("float16",), False),
+            "full": _matmul_cases(("float16", "bfloat16"), True),
+        },
+    ),
+    KernelFamily(
+        name="matmul_bias_act",
+        kernel=matmul.matmul_bias_act_kernel,
+        make_inputs=_matmul_inputs,
+        run=lambda i: matmul.matmul_bias_act(i["a"], i["b"], i["bias"], i["activation"], out=i["out"]),
+        reference=lambda i: matmul.reference_bias_act(i["a"], i["b"], i["bias"], i["activation"]),
+        tolerance=(2e-2, 1e-2),
+        shapes={
+            "quick": _matmul_cases(("float16",), False, act="gelu")[:1],
+            "full": [c for c in _matmul_cases(("float16",), True, act="silu") if c["N"] in (14336, 28672)],
+        },
+    ),
+    KernelFamily(
+        name="softmax",
+        kernel=rowwise.softmax_kernel,
+        make_inputs=_row_inputs,
+        run=lambda i: rowwise.softmax(i["x"], out=i["out"]),
+        reference=lambda i: torch.softmax(i["x"].double(), dim=-1),
+        tolerance=(1e-3, 1e-2),
+        shapes={"quick": _row_cases(False), "full": _row_cases(True)},
+    ),
+    KernelFamily(
+        name="layer_norm",
+        kernel=rowwise.layer_norm_kernel,
+        make_inputs=_row_inputs,
+        run=lambda i: rowwise.layer_norm(i["x"], i["w"], i["b"], 1e-5, out=i["out"]),
+        reference=_layer_norm_ref,
+        tolerance=(2e-2, 1e-2),
+        shapes={"quick": _row_cases(False), "full": _row_cases(True)},
+    ),
+    KernelFamily(
+        name="rms_norm",
+        kernel=rowwise.rms_norm_kernel,
+        make_inputs=_row_inputs,
+        run=lambda i: rowwise.rms_norm(i["x"], i["w"], 1e-6, out=i["out"]),
+        reference=_rms_norm_ref,
+        tolerance=(2e-2, 1e-2),
+        shapes={"quick": _row_cases(False), "full": _row_cases(True)},
+    ),
+    KernelFamily(
+        name="attention",
+        kernel=attention.attention_kernel,
+        make_inputs=_attention_inputs,
+        run=lambda i: attention.attention(i["q"], i["k"], i["v"], i["causal"], out=i["out"]),
+        reference=lambda i: attention.reference_attention(i["q"], i["k"], i["v"], i["causal"]),
+        tolerance=(2e-2, 1e-2),
+        shapes={"quick": _attention_cases(False), "full": _attention_cases(True)},
+    ),
+)

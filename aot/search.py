@@ -1,0 +1,79 @@
+"""Search strategies over a config space. Pure: measuring is a callback.
+
+`exhaustive` measures every config. `seeded` (after Helion's autotuner) measures seed configs first, then
+walks to neighbours of the best ones (one parameter moved one step in the space's own values) until no
+neighbour improves, so good seeds make the search much shorter without constraining where it can end.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+
+from tuned_kernels.model import Config
+
+Measure = Callable[[Config], float | None]  # milliseconds, or None for a rejected config
+
+
+def _fields(config: Config) -> dict[str, object]:
+    return {
+        **dict(config.kwargs),
+        "num_warps": config.num_warps,
+        "num_stages": config.num_stages,
+        "num_ctas": config.num_ctas,
+        "maxnreg": config.maxnreg,
+    }
+
+
+def neighbours(config: Config, space: Sequence[Config]) -> list[Config]:
+    """Configs of `space` equal to `config` but for one field, set to an adjacent value of that field."""
+    mine = _fields(config)
+    values: dict[str, list[object]] = {}
+    for other in space:
+        for name, value in _fields(other).items():
+            if value not in values.setdefault(name, []):
+                values[name].append(value)
+    for name in values:
+        values[name].sort(key=lambda v: (v is None, v if isinstance(v, (int, float)) else str(v)))
+    found = []
+    for other in space:
+        theirs = _fields(other)
+        diff = [n for n in mine if mine[n] != theirs.get(n)]
+        if len(diff) == 1 and diff[0] in values:
+            order = values[diff[0]]
+            if mine[diff[0]] in order and abs(order.index(mine[diff[0]]) - order.index(theirs[diff[0]])) == 1:
+                found.append(other)
+    return found
+
+
+def exhaustive(space: Sequence[Config], measure: Measure) -> dict[Config, float | None]:
+    return {config: measure(config) for config in space}
+
+
+def seeded(
+    space: Sequence[Config],
+    seeds: Sequence[Config],
+    measure: Measure,
+    beam: int = 2,
+    max_measured: int | None = None,
+) -> dict[Config, float | None]:
+    """Hill-climbs from `seeds` (those in `space`), expanding the `beam` best configs each round."""
+    measured: dict[Config, float | None] = {}
+    budget = max_measured if max_measured is not None else len(space)
+
+    def run(batch: Sequence[Config]) -> None:
+        for config in batch:
+            if config not in measured and len(measured) < budget:
+                measured[config] = measure(config)
+
+    in_space = set(space)
+    run([s for s in dict.fromkeys(seeds) if s in in_space] or list(space[:1]))
+    expanded: set[Config] = set()
+    while len(measured) < budget:
+        ranked = sorted((t, repr(c), c) for c, t in measured.items() if t is not None)
+        frontier = [c for _, _, c in ranked[:beam] if c not in expanded]
+        if not frontier:
+            break
+        for config in frontier:
+            expanded.add(config)
+            run(neighbours(config, space))
+    return measured

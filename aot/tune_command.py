@@ -1,0 +1,130 @@
+"""`tuned-kernels tune`: tunes a corpus on this machine's target into a results file.
+
+With several GPUs visible, one worker process per GPU tunes a sub-shard and the parts are merged.
+"""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+import tempfile
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from tuned_kernels.aot.benchmark import default_benchmarker
+from tuned_kernels.aot.corpus import load_corpus, select_families
+from tuned_kernels.aot.progress import Progress
+from tuned_kernels.aot.tuner import TuneOptions, Tuner, TuneReport, work_items
+from tuned_kernels.hardware import compiler_fingerprint, detect
+
+from tuned_kernels import model
+from tuned_kernels.errors import ResultsFormatError
+from tuned_kernels.results import merge_results, read_results, write_results
+from tuned_kernels.version import TOOL_VERSION
+
+WORKER_ENV = "TUNED_KERNELS_TUNE_WORKER"
+
+
+@dataclass(frozen=True)
+class TuneRequest:
+    output: str
+    corpus: str = "builtin"
+    shapes: str = "quick"
+    kernels: Sequence[str] = ()
+    resume: bool = False
+    seed_files: Sequence[str] = ()
+    options: TuneOptions = field(default_factory=TuneOptions)
+
+
+def header_now(target: model.Target, producer: model.Producer, created_at: str) -> model.Header:
+    return model.Header(target, compiler_fingerprint(target), producer, TOOL_VERSION, created_at)
+
+
+def run_tune(request: TuneRequest, created_at: str) -> TuneReport:
+    import torch
+    from tuned_kernels.registry.hook import disabled
+
+    target = detect()
+    gpus = torch.cuda.device_count() if target.arch != "cpu" else 0
+    if gpus > 1 and not os.environ.get(WORKER_ENV):
+        return _run_workers(request, gpus, target, created_at)
+    families = select_families(load_corpus(request.corpus), request.kernels)
+    header = header_now(target, model.Producer.TUNE, created_at)
+    done: dict[model.EntrySlot, model.Entry] = {}
+    if request.resume and Path(request.output).exists():
+        earlier = read_results(request.output)
+        done = {e.slot: e for e in earlier.entries}
+    seeds = [e for path in request.seed_files for e in read_results(path).entries]
+
+    def save(entries: dict[model.EntrySlot, model.Entry]) -> None:
+        write_results(
+            request.output, model.Results(header, tuple(sorted(entries.values(), key=model.entry_sort_key)))
+        )
+
+    progress = Progress(sys.stderr)
+    tuner = Tuner(
+        target,
+        "cuda" if target.arch != "cpu" else "cpu",
+        default_benchmarker(target.arch != "cpu"),
+        request.options,
+        seeds,
+        progress.line,
+    )
+    with disabled():  # the tuner measures configs itself: bundles must not answer for it
+        report = tuner.run(work_items(families, request.shapes, request.options.shard), done, save)
+    progress.close()
+    if not Path(request.output).exists():
+        save(done)  # an empty shard still writes a valid file
+    return report
+
+
+def _run_workers(request: TuneRequest, gpus: int, target: model.Target, created_at: str) -> TuneReport:
+    """One process per GPU, each a sub-shard of this shard; their files are merged into the output."""
+    index, count = request.options.shard
+    with tempfile.TemporaryDirectory(prefix="tuned-kernels-workers-") as tmp:
+        parts, procs = [], []
+        for gpu in range(gpus):
+            part = str(Path(tmp) / f"part{gpu}.pb")
+            parts.append(part)
+            argv = [
+                sys.executable,
+                "-m",
+                "tuned_kernels",
+                "tune",
+                "--corpus",
+                request.corpus,
+                "--shapes",
+                request.shapes,
+                "-o",
+                part,
+                "--shard",
+                f"{index + count * gpu}/{count * gpus}",
+                "--strategy",
+                request.options.strategy,
+                "--jobs",
+                str(request.options.jobs),
+            ]
+            argv += [a for k in request.kernels for a in ("--kernels", k)]
+            argv += [a for s in request.seed_files for a in ("--seed-from", s)]
+            if request.options.time_budget_s is not None:
+                argv += ["--time-budget", str(request.options.time_budget_s)]
+            env = {**os.environ, WORKER_ENV: "1", "CUDA_VISIBLE_DEVICES": str(gpu)}
+            procs.append(subprocess.Popen(argv, env=env))
+        failed = [gpu for gpu, p in enumerate(procs) if p.wait() != 0]
+        inputs = []
+        for part in parts:
+            try:
+                inputs.append((part, read_results(part)))
+            except ResultsFormatError:
+                continue
+        if request.resume and Path(request.output).exists():
+            inputs.append((request.output, read_results(request.output)))
+        merged = merge_results(inputs, created_at=created_at, tool_version=TOOL_VERSION)
+        write_results(
+            request.output, model.Results(header_now(target, model.Producer.TUNE, created_at), merged.entries)
+        )
+    report = TuneReport(tuned=len(merged.entries))
+    report.failed = [f"worker on GPU {gpu} failed" for gpu in failed]
+    return report

@@ -1,0 +1,241 @@
+"""The offline tuner: for every case of every family, measure configs, check them, keep the winner.
+
+Each config's output is checked against the family's reference on fresh random inputs before it may win;
+one that fails to compile, run or match is recorded as rejected with its reason. Results are written after
+every case (atomically), so an interrupted run leaves a valid file and `resume` skips finished keys.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import time
+from collections.abc import Callable, Sequence
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass, field
+from typing import Any
+
+from tuned_kernels.aot import search
+from tuned_kernels.aot.benchmark import Benchmarker
+from tuned_kernels.aot.corpus import Case, Corpus, KernelFamily
+from tuned_kernels.aot.heuristics import heuristic_seeds
+from tuned_kernels.aot.launch import config_space, forced_config, probe_key
+
+from tuned_kernels import model
+from tuned_kernels.nearest import nearest_key
+from tuned_kernels.triton_autotuner import config_from_triton, jit_function, kernel_identity
+
+KEEP_TIMINGS = 5  # the winner and the next best few
+CHECK_SEED_OFFSET = 1_000_003  # check inputs are drawn apart from benchmark inputs
+
+
+@dataclass(frozen=True)
+class TuneOptions:
+    strategy: str = "exhaustive"  # or "seeded"
+    shard: tuple[int, int] = (0, 1)  # (index, count)
+    time_budget_s: float | None = None
+    jobs: int = 1  # compile threads
+    seed: int = 0
+
+
+@dataclass
+class TuneReport:
+    cases: int = 0
+    tuned: int = 0
+    resumed: int = 0
+    configs_benchmarked: int = 0
+    rejected: int = 0
+    stopped_early: bool = False
+    seconds: float = 0.0
+    per_family: dict[str, int] = field(default_factory=dict)
+    failed: list[str] = field(default_factory=list)
+
+
+@dataclass(frozen=True)
+class WorkItem:
+    family: KernelFamily
+    case: Case
+
+
+def work_items(corpus: Corpus, shape_set: str, shard: tuple[int, int]) -> list[WorkItem]:
+    """Every (family, case) in a fixed order; shard i of n takes every n-th, starting at i."""
+    items = [WorkItem(f, c) for f in corpus for c in f.cases(shape_set)]
+    index, count = shard
+    return [item for i, item in enumerate(items) if i % count == index]
+
+
+class Tuner:
+    def __init__(
+        self,
+        target: model.Target,
+        device: Any,
+        benchmarker: Benchmarker,
+        options: TuneOptions,
+        seeds_from: Sequence[model.Entry] = (),
+        on_progress: Callable[[str], None] = lambda _: None,
+    ) -> None:
+        self.target = target
+        self.device = device
+        self.benchmarker = benchmarker
+        self.options = options
+        self.seeds_from = seeds_from
+        self.on_progress = on_progress
+
+    # -- one case -----------------------------------------------------------------------------------
+
+    def key_of(self, item: WorkItem) -> tuple[model.TuningKey, dict[str, Any], dict[str, Any]]:
+        inputs = item.family.make_inputs(item.case, self.device, self._generator(0))
+        key, named = probe_key(item.family.kernel, lambda: item.family.run(inputs))
+        return key, named, inputs
+
+    def tune_case(
+        self, item: WorkItem, probed: tuple[model.TuningKey, dict[str, Any], dict[str, Any]]
+    ) -> model.Entry:
+        family, kernel = item.family, item.family.kernel
+        key, named, bench_inputs = probed
+        check_inputs = family.make_inputs(item.case, self.device, self._generator(CHECK_SEED_OFFSET))
+        reference = family.reference(check_inputs)
+        space = {config_from_triton(c): c for c in config_space(kernel, named)}
+        self._precompile(kernel, named, list(space.values()))
+        rejected: list[model.Rejection] = []
+
+        def measure(config: model.Config) -> float | None:
+            reason = None
+            with forced_config(kernel, space[config]):
+                try:
+                    out = family.run(check_inputs)
+                    reason = mismatch(out, reference, family.tolerance)
+                    if reason is None:
+                        return self.benchmarker(lambda: family.run(bench_inputs))
+                except Exception as exc:  # a config that fails to compile or run must not stop the tune
+                    reason = f"failed: {type(exc).__name__}: {first_line(exc)}"
+            rejected.append(model.Rejection(config, reason))
+            return None
+
+        if self.options.strategy == "seeded":
+            seeds = self._seeds(family, item.case, key, list(space))
+            measured = search.seeded(list(space), seeds, measure)
+            found_by = model.FoundBy.SEEDED
+        else:
+            measured = search.exhaustive(list(space), measure)
+            found_by = model.FoundBy.EXHAUSTIVE
+        ranked = sorted((t, repr(c), c) for c, t in measured.items() if t is not None)
+        if not ranked:
+            raise NoValidConfig(
+                f"{family.name} {item.case.id}: every config was rejected "
+                f"({'; '.join(r.reason for r in rejected[:3])})"
+            )
+        return model.Entry(
+            kernel=kernel_identity(kernel),
+            key=key,
+            best=ranked[0][2],
+            timings=tuple(model.Timing(c, t) for t, _, c in ranked[:KEEP_TIMINGS]),
+            rejected=tuple(rejected),
+            found_by=found_by,
+            configs_benchmarked=len(measured),
+        )
+
+    def _seeds(
+        self, family: KernelFamily, case: Case, key: model.TuningKey, space: Sequence[model.Config]
+    ) -> list[model.Config]:
+        seeds = heuristic_seeds(self.target, family.name, case, space)
+        name = kernel_identity(family.kernel).name
+        earlier = {e.key: e for e in self.seeds_from if e.kernel.name == name}
+        near = nearest_key(key, earlier)
+        if near is not None:
+            seeds = [earlier[near].best, *(t.config for t in earlier[near].timings[:2]), *seeds]
+        return seeds
+
+    def _precompile(self, kernel: Any, named: dict[str, Any], configs: list[Any]) -> None:
+        """Compiles every config on `jobs` threads before benchmarking starts (GPU only: the interpreter
+        has nothing to compile). Failures are left for `measure` to record."""
+        if self.options.jobs <= 1 or self.target.arch == "cpu":
+            return
+        jit = jit_function(kernel)
+
+        def compile_one(config: Any) -> None:
+            with contextlib.suppress(Exception):
+                jit.warmup(**named, **config.all_kwargs(), grid=(1,))
+
+        with ThreadPoolExecutor(self.options.jobs) as pool:
+            list(pool.map(compile_one, configs))
+
+    def _generator(self, offset: int) -> Any:
+        import torch
+
+        return torch.Generator().manual_seed(self.options.seed + offset)
+
+    # -- a whole run ----------------------------------------------------------------------------------
+
+    def run(
+        self,
+        items: Sequence[WorkItem],
+        done: dict[model.EntrySlot, model.Entry],
+        save: Callable[[dict[model.EntrySlot, model.Entry]], None],
+    ) -> TuneReport:
+        report = TuneReport(cases=len(items))
+        start = time.monotonic()
+        for n, item in enumerate(items, 1):
+            if (
+                self.options.time_budget_s is not None
+                and time.monotonic() - start > self.options.time_budget_s
+            ):
+                report.stopped_early = True
+                break
+            probed = self.key_of(item)
+            identity = kernel_identity(item.family.kernel)
+            slot = (identity.name, identity.source_hash, probed[0])
+            if slot in done:
+                report.resumed += 1
+                self.on_progress(
+                    f"[{n}/{len(items)}] {item.family.name} {item.case.id}: done earlier, skipped"
+                )
+                continue
+            t0 = time.monotonic()
+            try:
+                entry = self.tune_case(item, probed)
+            except NoValidConfig as exc:
+                report.failed.append(str(exc))
+                self.on_progress(f"[{n}/{len(items)}] {exc}")
+                continue
+            done[slot] = entry
+            save(done)
+            report.tuned += 1
+            report.configs_benchmarked += entry.configs_benchmarked
+            report.rejected += len(entry.rejected)
+            report.per_family[item.family.name] = report.per_family.get(item.family.name, 0) + 1
+            elapsed = time.monotonic() - start
+            eta = elapsed / n * (len(items) - n)
+            self.on_progress(
+                f"[{n}/{len(items)}] {item.family.name} {item.case.id}: best {entry.best.describe()} "
+                f"{entry.best_time_ms:.4g} ms, {entry.configs_benchmarked} configs, "
+                f"{len(entry.rejected)} rejected "
+                f"({time.monotonic() - t0:.1f}s, ETA {eta:.0f}s)"
+            )
+        report.seconds = time.monotonic() - start
+        return report
+
+
+class NoValidConfig(Exception):
+    pass
+
+
+def mismatch(out: Any, reference: Any, tolerance: tuple[float, float]) -> str | None:
+    """None when `out` matches `reference` within (atol, rtol) everywhere; else why not."""
+    import torch
+
+    if out.shape != reference.shape:
+        return f"wrong shape {tuple(out.shape)}, expected {tuple(reference.shape)}"
+    got = out.detach().to("cpu", torch.float64)
+    want = reference.detach().to("cpu", torch.float64)
+    atol, rtol = tolerance
+    error = (got - want).abs()
+    bad = ~(error <= atol + rtol * want.abs())  # NaN (an unwritten, poisoned element) counts as bad
+    if bool(bad.any()):
+        worst = float(torch.nan_to_num(error, nan=float("inf")).max())
+        return f"wrong numbers: {int(bad.sum())} of {bad.numel()} elements off, max error {worst:.3g}"
+    return None
+
+
+def first_line(exc: BaseException) -> str:
+    text = str(exc).strip()
+    return text.splitlines()[0][:200] if text else ""

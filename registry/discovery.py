@@ -1,0 +1,51 @@
+"""Finds bundles: installed bundle wheels (entry points in the `tuned_kernels.bundles` group) and the
+directories or files listed in TUNED_KERNELS_PATH."""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass
+from importlib import metadata
+from pathlib import Path
+
+from tuned_kernels.results.formats import BINARY_SUFFIXES, COMPRESSED_SUFFIX, TEXT_SUFFIXES
+
+ENTRY_POINT_GROUP = "tuned_kernels.bundles"
+PATH_ENV = "TUNED_KERNELS_PATH"
+
+
+@dataclass(frozen=True)
+class BundleFile:
+    source: str  # "tuned-kernels-sm90 0.1.0" or the TUNED_KERNELS_PATH entry
+    path: Path
+
+
+def _is_results_file(path: Path) -> bool:
+    name = path.name.lower().removesuffix(COMPRESSED_SUFFIX)
+    return name.endswith(TEXT_SUFFIXES + BINARY_SUFFIXES)
+
+
+def _files_in(root: Path) -> list[Path]:
+    if root.is_file():
+        return [root]
+    if root.is_dir():
+        return sorted(p for p in root.rglob("*") if p.is_file() and _is_results_file(p))
+    return []
+
+
+def discover() -> list[BundleFile]:
+    found: list[BundleFile] = []
+    for ep in sorted(metadata.entry_points(group=ENTRY_POINT_GROUP), key=lambda e: e.name):
+        dist = ep.dist
+        source = f"{dist.metadata['Name']} {dist.version}" if dist is not None else ep.name
+        try:
+            module = ep.load()
+            root = Path(getattr(module, "BUNDLE_DIR", Path(module.__file__ or "").parent))
+        except Exception as exc:  # a broken bundle wheel must not break the user's program
+            found.append(BundleFile(f"{source} (entry point failed: {exc})", Path("/nonexistent")))
+            continue
+        found += [BundleFile(source, p) for p in _files_in(root)]
+    for entry in os.environ.get(PATH_ENV, "").split(os.pathsep):
+        if entry.strip():
+            found += [BundleFile(entry, p) for p in _files_in(Path(entry))]
+    return found

@@ -1,0 +1,153 @@
+"""Makes every `@triton.autotune` kernel consult the registry first.
+
+Triton's `Autotuner.run` calls `prune_configs` only on a key it has not cached, and when pruning leaves a
+single config it uses it without benchmarking (Triton 3.6 to 3.9). Replacing `prune_configs` therefore
+costs nothing on the hot path: a hit returns the stored config, which Triton then caches itself; a miss
+benchmarks the configs here (through the kernel's own `do_bench`), remembers the winner in the overlay, and
+returns it. Kernels defined before or after `enable()` are covered: the method is patched on the class.
+"""
+
+from __future__ import annotations
+
+import builtins
+import contextlib
+import os
+import time
+from collections.abc import Iterator
+from typing import Any
+
+from tuned_kernels.registry.runtime import REGISTRY, Decision, warn
+
+from tuned_kernels import model
+from tuned_kernels.triton_autotuner import (
+    config_fits,
+    config_from_triton,
+    config_to_triton,
+    kernel_identity,
+    tuning_key,
+)
+
+_state: dict[str, Any] = {"enabled": False, "original": None}
+
+
+def _autotuner_class() -> Any:
+    from triton.runtime.autotuner import Autotuner
+
+    return Autotuner
+
+
+def enable() -> None:
+    """From now on, every autotuned kernel in the process consults the bundles first."""
+    cls = _autotuner_class()
+    if _state["original"] is None:
+        _state["original"] = cls.prune_configs
+        cls.prune_configs = _prune_configs
+    _state["enabled"] = True
+
+
+def disable() -> None:
+    cls = _autotuner_class()
+    if _state["original"] is not None:
+        cls.prune_configs = _state["original"]
+        _state["original"] = None
+    _state["enabled"] = False
+
+
+def is_enabled() -> bool:
+    return bool(_state["enabled"])
+
+
+@contextlib.contextmanager
+def disabled() -> Iterator[None]:
+    was = is_enabled()
+    disable()
+    try:
+        yield
+    finally:
+        if was:
+            enable()
+
+
+def _prune_configs(self: Any, kwargs: dict[str, Any]) -> list[Any]:
+    original = _state["original"] or _autotuner_class().prune_configs
+    try:
+        identity = kernel_identity(self)
+        key = tuning_key(self, {**self.nargs, **kwargs})
+        decision = REGISTRY.decide(identity, key)
+    except Exception as exc:  # the registry must never break a launch
+        warn(f"registry look-up failed, tuning normally: {type(exc).__name__}: {exc}")
+        return list(original(self, kwargs))
+    if decision.kind in ("hit", "nearest"):
+        chosen = _as_triton(self, decision.configs[0])
+        if chosen is not None:
+            REGISTRY.count(decision, identity, 0)
+            return [chosen]
+        warn(f"stored config {decision.configs[0].describe()} no longer fits {identity.name}; tuning")
+    pruned = list(original(self, kwargs))
+    if decision.kind == "seed":
+        pruned = _seeded_space(self, decision, pruned)
+    if len(pruned) == 1:
+        REGISTRY.count(decision, identity, 0)
+        return pruned
+    winner, timings = _benchmark(self, pruned, kwargs)
+    REGISTRY.count(decision, identity, len(timings))
+    ranked = sorted(
+        ((t[0], repr(c), c) for c, t in timings.items() if t[0] != float("inf")), key=lambda r: r[:2]
+    )
+    REGISTRY.remember(
+        model.Entry(
+            kernel=identity,
+            key=key,
+            best=config_from_triton(winner),
+            timings=tuple(model.Timing(config_from_triton(c), float(t)) for t, _, c in ranked[:5]),
+            found_by=model.FoundBy.SEEDED if decision.kind == "seed" else model.FoundBy.ONLINE,
+            configs_benchmarked=len(timings),
+        )
+    )
+    return [winner]
+
+
+def _as_triton(autotuner: Any, config: model.Config) -> Any:
+    """The kernel's own triton.Config equal to `config` (keeping its pre_hook), else a new one if it fits."""
+    for candidate in autotuner.configs:
+        if config_from_triton(candidate) == config:
+            return candidate
+    return config_to_triton(config) if config_fits(config, autotuner) else None
+
+
+def _seeded_space(autotuner: Any, decision: Decision, pruned: list[Any]) -> list[Any]:
+    """A stale bundle's configs and their neighbours: a fast re-tune after a compiler bump."""
+    from tuned_kernels.aot.search import neighbours
+
+    space = {config_from_triton(c): c for c in pruned}
+    keep = {s for s in decision.configs if s in space}
+    for seed in list(keep):
+        keep.update(neighbours(seed, list(space)))
+    return [space[c] for c in space if c in keep] or pruned
+
+
+def _benchmark(
+    autotuner: Any, configs: list[Any], kwargs: dict[str, Any]
+) -> tuple[Any, dict[Any, list[float]]]:
+    """Benchmarks as `Autotuner.run` would, with a wall-clock benchmarker under Triton's interpreter."""
+    args = list(autotuner.nargs.values())
+    if _interpreting() and autotuner._do_bench is None:
+        autotuner.__dict__["do_bench"] = _wall_clock_do_bench
+    start = time.time()
+    timings = {config: autotuner._bench(*args, config=config, **kwargs) for config in configs}
+    autotuner.bench_time = time.time() - start
+    winner = builtins.min(timings, key=lambda c: timings[c])
+    autotuner.pre_hook({**autotuner.nargs, **kwargs, **winner.all_kwargs()}, reset_only=True)
+    autotuner.configs_timings = timings
+    return winner, timings
+
+
+def _wall_clock_do_bench(kernel_call: Any, quantiles: Any = None, **_: Any) -> list[float]:
+    from tuned_kernels.aot.benchmark import WallClockBenchmarker
+
+    ms = WallClockBenchmarker(min_reps=2, min_seconds=0.0)(kernel_call)
+    return [ms, ms, ms]
+
+
+def _interpreting() -> bool:
+    return os.environ.get("TRITON_INTERPRET", "0") not in ("", "0")

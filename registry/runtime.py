@@ -1,0 +1,210 @@
+"""The run-time registry: loads the selected bundles and the overlay on first use, answers look-ups, and
+remembers what was tuned on misses. One place decides hit or miss: `Registry.decide`."""
+
+from __future__ import annotations
+
+import dataclasses
+import logging
+import os
+import threading
+import warnings
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from tuned_kernels.registry import overlay
+from tuned_kernels.registry.discovery import discover
+from tuned_kernels.registry.selection import BundleCandidate, Selection, select_bundles
+
+from tuned_kernels import model
+from tuned_kernels.errors import TunedKernelsError
+from tuned_kernels.nearest import nearest_key
+from tuned_kernels.timestamps import utc_now
+
+log = logging.getLogger("tuned_kernels")
+ON_MISS_ENV = "TUNED_KERNELS_ON_MISS"  # tune (default) | nearest
+STALE_ENV = "TUNED_KERNELS_STALE"  # reject (default) | seed
+CAPTURE_ENV = "TUNED_KERNELS_CAPTURE"  # a results file to write every decision into
+
+
+class TunedKernelsWarning(UserWarning):
+    pass
+
+
+def warn(message: str) -> None:
+    warnings.warn(f"tuned-kernels: {message}", TunedKernelsWarning, stacklevel=3)
+
+
+@dataclass(frozen=True)
+class Decision:
+    kind: str  # "hit", "nearest", "seed", "miss"
+    configs: tuple[model.Config, ...] = ()  # hit/nearest: the one config; seed: the configs to try first
+    source: str = ""
+
+
+@dataclass
+class Stats:
+    hits: int = 0
+    nearest: int = 0
+    misses: int = 0
+    configs_benchmarked: int = 0
+    missed_kernels: dict[str, int] = field(default_factory=dict)
+
+
+Table = dict[tuple[str, str], dict[model.TuningKey, model.Entry]]
+
+
+class Registry:
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._loaded = False
+        self.stats = Stats()
+        self.selection = Selection((), (), ())
+        self.problems: list[str] = []
+        self.table: Table = {}
+        self.stale: dict[str, dict[model.TuningKey, model.Entry]] = {}
+        self._write_failed = False
+        self.target: model.Target | None = None
+        self.compiler: model.CompilerFingerprint | None = None
+        self.overlay_path: Path | None = None
+
+    # -- loading ----------------------------------------------------------------------------------------
+
+    def load(self) -> None:
+        with self._lock:
+            if not self._loaded:
+                self._load()
+                self._loaded = True
+
+    def _load(self) -> None:
+        from tuned_kernels.hardware import compiler_fingerprint, detect
+
+        from tuned_kernels.results import read_results
+
+        self.target = target = detect()
+        self.compiler = compiler = compiler_fingerprint(target)
+        candidates = []
+        for found in discover():
+            try:
+                candidates.append(
+                    BundleCandidate(found.source, str(found.path), read_results(found.path).header)
+                )
+            except TunedKernelsError as exc:
+                self._problem(f"skipping bundle {found.source}: {exc}")
+        self.selection = select_bundles(target, compiler, candidates)
+        for candidate in reversed(self.selection.selected):  # best first wins: load it last
+            self._add(read_results(candidate.path).entries)
+        if os.environ.get(STALE_ENV, "reject") == "seed":
+            for candidate in self.selection.stale:
+                for entry in read_results(candidate.path).entries:
+                    self.stale.setdefault(entry.kernel.name, {})[entry.key] = entry
+        self.overlay_path = overlay.overlay_path(target, compiler)
+        try:
+            held = overlay.read_overlay(self.overlay_path)
+            if held is not None:
+                self._add(held.entries, keep_existing=True)
+        except TunedKernelsError as exc:
+            self._problem(f"ignoring the overlay cache: {exc}")
+        self._log_selection()
+
+    def _add(self, entries: tuple[model.Entry, ...], keep_existing: bool = False) -> None:
+        for entry in entries:
+            keys = self.table.setdefault((entry.kernel.name, entry.kernel.source_hash), {})
+            if not (keep_existing and entry.key in keys):
+                keys[entry.key] = entry
+
+    def _log_selection(self) -> None:
+        chosen = ", ".join(c.name for c in self.selection.selected) or "none"
+        rejected = "; ".join(f"{r.candidate.name}: {r.reason}" for r in self.selection.rejected)
+        log.info(
+            "tuned-kernels: bundles selected: %s%s", chosen, f"; rejected: {rejected}" if rejected else ""
+        )
+        if self.selection.rejected and not self.selection.selected:
+            self._problem(f"no bundle fits this GPU and compiler ({rejected}); tuning at run time instead")
+
+    def _problem(self, message: str) -> None:
+        self.problems.append(message)
+        warn(message)
+
+    # -- decisions ------------------------------------------------------------------------------------------
+
+    def decide(self, identity: model.KernelIdentity, key: model.TuningKey) -> Decision:
+        self.load()
+        if os.environ.get(CAPTURE_ENV):
+            return Decision("miss")  # capturing: every decision is made (and recorded) afresh
+        keys = self.table.get((identity.name, identity.source_hash), {})
+        entry = keys.get(key)
+        if entry is not None:
+            return Decision("hit", (entry.best,), "bundle")
+        if keys and os.environ.get(ON_MISS_ENV, "tune") == "nearest":
+            near = nearest_key(key, keys)
+            if near is not None:
+                return Decision("nearest", (keys[near].best,), f"nearest key {near}")
+        stale = self.stale.get(identity.name, {})
+        near = nearest_key(key, stale)
+        if near is not None:
+            old = stale[near]
+            return Decision("seed", (old.best, *(t.config for t in old.timings[:3])), "stale bundle")
+        return Decision("miss")
+
+    def count(self, decision: Decision, identity: model.KernelIdentity, benchmarked: int) -> None:
+        with self._lock:
+            if decision.kind == "hit":
+                self.stats.hits += 1
+            elif decision.kind == "nearest":
+                self.stats.nearest += 1
+            else:
+                self.stats.misses += 1
+                self.stats.missed_kernels[identity.name] = self.stats.missed_kernels.get(identity.name, 0) + 1
+            self.stats.configs_benchmarked += benchmarked
+
+    def remember(self, entry: model.Entry) -> None:
+        """A config tuned on a miss: served from now on, written to the overlay for the next process."""
+        self._add((entry,))
+        assert self.overlay_path is not None
+        capture = os.environ.get(CAPTURE_ENV)
+        if capture:
+            entry = dataclasses.replace(entry, found_by=model.FoundBy.CAPTURED)
+        path = Path(capture) if capture else self.overlay_path
+        try:
+            overlay.add_to_overlay(path, self.header(model.Producer.CAPTURE), [entry])
+        except Exception as exc:  # read-only or full disk, lock time-out: keep running, say so once
+            if not self._write_failed:
+                self._write_failed = True
+                self._problem(f"cannot write {path}: {exc}; tuned configs stay in this process only")
+
+    def header(self, producer: model.Producer) -> model.Header:
+        self.load()
+        assert self.target is not None and self.compiler is not None
+        return model.Header(self.target, self.compiler, producer, _tool_version(), utc_now())
+
+    def summary(self) -> dict[str, Any]:
+        self.load()
+        size = self.overlay_path.stat().st_size if self.overlay_path and self.overlay_path.exists() else 0
+        return {
+            "target": self.target.arch if self.target else None,
+            "compiler": self.compiler.describe() if self.compiler else None,
+            "bundles_found": len(self.selection.selected) + len(self.selection.rejected),
+            "selected": [{"bundle": c.name, "file": c.path} for c in self.selection.selected],
+            "rejected": [
+                {"bundle": r.candidate.name, "file": r.candidate.path, "reason": r.reason}
+                for r in self.selection.rejected
+            ],
+            "entries": sum(len(v) for v in self.table.values()),
+            "overlay": {"path": str(self.overlay_path), "bytes": size},
+            "hits": self.stats.hits,
+            "nearest": self.stats.nearest,
+            "misses": self.stats.misses,
+            "configs_benchmarked": self.stats.configs_benchmarked,
+            "missed_kernels": dict(self.stats.missed_kernels),
+            "problems": list(self.problems),
+        }
+
+
+def _tool_version() -> str:
+    from tuned_kernels.version import TOOL_VERSION
+
+    return TOOL_VERSION
+
+
+REGISTRY = Registry()

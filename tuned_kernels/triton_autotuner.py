@@ -1,0 +1,90 @@
+"""The edge where the model meets Triton's `Autotuner`: kernel identity, tuning keys and configs.
+
+`tuning_key` forms the key exactly as `Autotuner.run` does in Triton 3.6 to 3.9: the values of the `key=`
+arguments, then `str(arg.dtype)` of every argument that has a dtype.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import inspect
+from collections.abc import Mapping
+from typing import Any
+
+from tuned_kernels import model
+
+
+def base_function(autotuner: Any) -> Any:
+    fn = autotuner.fn
+    while not inspect.isfunction(fn):
+        fn = fn.fn
+    return fn
+
+
+def jit_function(autotuner: Any) -> Any:
+    """The JITFunction (or InterpretedFunction) under any stack of heuristics."""
+    fn = autotuner.fn
+    while type(fn).__name__ not in ("JITFunction", "InterpretedFunction") and hasattr(fn, "fn"):
+        fn = fn.fn
+    return fn
+
+
+def kernel_identity(autotuner: Any) -> model.KernelIdentity:
+    """Name and source hash: Triton's own `cache_key` (source plus dependencies) where it has one."""
+    cached = getattr(autotuner, "_tuned_kernels_identity", None)
+    if cached is not None:
+        return cached  # type: ignore[no-any-return]
+    fn = base_function(autotuner)
+    source_hash = getattr(jit_function(autotuner), "cache_key", None)
+    if not isinstance(source_hash, str) or len(source_hash) != 64:
+        source_hash = hashlib.sha256(inspect.getsource(fn).encode("utf-8")).hexdigest()
+    identity = model.KernelIdentity(
+        f"{fn.__module__}.{fn.__qualname__}", source_hash, tuple(autotuner.arg_names)
+    )
+    autotuner._tuned_kernels_identity = identity
+    return identity
+
+
+def scalar(value: Any) -> model.Scalar:
+    if value is None or isinstance(value, (bool, int, float, str)):
+        return value
+    inner = getattr(value, "value", None)  # tl.constexpr
+    if inner is not None and isinstance(inner, (bool, int, float, str)):
+        return inner  # type: ignore[no-any-return,unused-ignore]
+    return str(value)
+
+
+def tuning_key(autotuner: Any, named_args: Mapping[str, Any]) -> model.TuningKey:
+    args = {k: v for k, v in named_args.items() if k in autotuner.arg_names}
+    key = [scalar(args[name]) for name in autotuner.keys if name in args]
+    key += [str(arg.dtype) for arg in args.values() if hasattr(arg, "dtype")]
+    return tuple(key)
+
+
+def config_from_triton(config: Any) -> model.Config:
+    return model.Config.of(
+        {k: scalar(v) for k, v in config.kwargs.items()},
+        num_warps=config.num_warps,
+        num_stages=config.num_stages,
+        num_ctas=getattr(config, "num_ctas", 1) or 1,
+        maxnreg=getattr(config, "maxnreg", None),
+    )
+
+
+def config_to_triton(config: model.Config) -> Any:
+    import triton
+
+    extra = {"maxnreg": config.maxnreg} if config.maxnreg is not None else {}
+    return triton.Config(
+        dict(config.kwargs),
+        num_warps=config.num_warps,
+        num_stages=config.num_stages,
+        num_ctas=config.num_ctas,
+        **extra,
+    )
+
+
+def config_fits(config: model.Config, autotuner: Any) -> bool:
+    """A stored config fits a kernel when the kernel still has every parameter the config sets."""
+    params = set(autotuner.arg_names)
+    return all(name in params for name, _ in config.kwargs)
