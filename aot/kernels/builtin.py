@@ -98,8 +98,9 @@ def _layer_norm_ref(i: Inputs) -> torch.Tensor:
 
 
 def _rms_norm_ref(i: Inputs) -> torch.Tensor:
-    x: torch.Tensor = i["x"].double()
-    return x * torch.rsqrt(x.pow(2).mean(-1, keepdim=True) + 1e-6) * i["w"].double()
+    x = i["x"].double()
+    result: torch.Tensor = x * torch.rsqrt(x.pow(2).mean(-1, keepdim=True) + 1e-6) * i["w"].double()
+    return result
 
 
 CORPUS: tuple[KernelFamily, ...] = (
