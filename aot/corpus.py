@@ -74,7 +74,7 @@ def load_corpus(spec: str) -> Corpus:
             path = Path(target)
             if not path.is_file():
                 raise CorpusError(f"corpus file {target} does not exist")
-            module_name = f"_tuned_kernels_corpus_{path.stem}"
+            module_name = path.stem  # as `import stem` names it, so kernel names match the user's program
             module_spec = importlib.util.spec_from_file_location(module_name, path)
             assert module_spec and module_spec.loader
             module = importlib.util.module_from_spec(module_spec)

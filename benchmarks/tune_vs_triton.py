@@ -26,7 +26,7 @@ t0 = time.perf_counter()
 import os, tuned_kernels
 if os.environ.get("TUNED_KERNELS"):
     tuned_kernels.enable()  # what tuned_kernels.pth does in a site-packages install; not processed from PYTHONPATH
-from benchmarks.matmul4 import SHAPES
+sys.path.insert(0, sys.argv[1]); from matmul4 import SHAPES
 from tuned_kernels import ops
 out = {}
 for m, n, k in SHAPES:
@@ -45,13 +45,12 @@ def fresh_env(**extra: str) -> dict[str, str]:
     env = {k: v for k, v in os.environ.items() if not k.startswith(("TUNED_KERNELS", "TRITON_"))}
     env["TRITON_CACHE_DIR"] = tempfile.mkdtemp(prefix="triton-cache-")
     env["TUNED_KERNELS_CACHE_DIR"] = tempfile.mkdtemp(prefix="tk-overlay-")
-    env["PYTHONPATH"] = os.pathsep.join([str(HERE.parent), env.get("PYTHONPATH", "")])
     return {**env, **extra}
 
 
 def run(argv: list[str], env: dict[str, str]) -> tuple[float, str]:
     t0 = time.perf_counter()
-    proc = subprocess.run(argv, env=env, capture_output=True, text=True, cwd=HERE.parent)
+    proc = subprocess.run(argv, env=env, capture_output=True, text=True, cwd=tempfile.gettempdir())
     wall = time.perf_counter() - t0
     if proc.returncode != 0:
         sys.stderr.write(proc.stdout + proc.stderr)
@@ -60,7 +59,7 @@ def run(argv: list[str], env: dict[str, str]) -> tuple[float, str]:
 
 
 def app(env: dict[str, str]) -> dict[str, float]:
-    wall, out = run([sys.executable, "-c", APP], env)
+    wall, out = run([sys.executable, "-c", APP, str(HERE)], env)
     result: dict[str, float] = json.loads(out.split("RESULT ", 1)[1])
     result["wall"] = wall
     return result
@@ -71,7 +70,11 @@ def tune(strategy: str, output: str) -> dict[str, float]:
             "--shapes", "bench", "--strategy", strategy, "-o", output, "--json"]  # fmt: skip
     wall, out = run(argv, fresh_env())
     summary = json.loads(out)
-    return {"wall": wall, "configs_benchmarked": summary["configs_benchmarked"], "tune_seconds": summary["seconds"]}
+    return {
+        "wall": wall,
+        "configs_benchmarked": summary["configs_benchmarked"],
+        "tune_seconds": summary["seconds"],
+    }
 
 
 def best_times(path: str) -> dict[str, float]:
@@ -86,7 +89,11 @@ def main() -> None:
     args = parser.parse_args()
     work = tempfile.mkdtemp(prefix="tk-bench-")
     exhaustive, seeded = f"{work}/exhaustive.pb", f"{work}/seeded.pb"
-    rows = {"triton": app(fresh_env()), "tune": tune("exhaustive", exhaustive), "seeded": tune("seeded", seeded)}
+    rows = {
+        "triton": app(fresh_env()),
+        "tune": tune("exhaustive", exhaustive),
+        "seeded": tune("seeded", seeded),
+    }
     rows["bundle"] = app(fresh_env(TUNED_KERNELS="1", TUNED_KERNELS_PATH=exhaustive))
     ex, se = best_times(exhaustive), best_times(seeded)
     quality = {k: ex[k] / se[k] for k in ex if k in se}
@@ -95,13 +102,19 @@ def main() -> None:
         Path(args.json).write_text(json.dumps(report, indent=2))
     print("\n| run | wall s | configs benchmarked | notes |\n|---|---|---|---|")
     print(f"| Triton autotune, no caches | {rows['triton']['wall']:.1f} | 4 x 72 | time to first results |")
-    print(f"| tuned-kernels tune exhaustive | {rows['tune']['wall']:.1f} | {rows['tune']['configs_benchmarked']} "
-          f"| every config checked against a reference |")
-    print(f"| tuned-kernels tune seeded | {rows['seeded']['wall']:.1f} | {rows['seeded']['configs_benchmarked']} | "
-          f"best vs exhaustive: {', '.join(f'{q:.3f}' for q in quality.values())} |")
-    print(f"| bundle only (TUNED_KERNELS=1) | {rows['bundle']['wall']:.1f} | {rows['bundle']['configs_benchmarked']} "
-          f"| hits {rows['bundle']['hits']}, misses {rows['bundle']['misses']}; "
-          f"{rows['triton']['wall'] / rows['bundle']['wall']:.1f}x faster than no caches |")
+    print(
+        f"| tuned-kernels tune exhaustive | {rows['tune']['wall']:.1f} | {rows['tune']['configs_benchmarked']} "
+        f"| every config checked against a reference |"
+    )
+    print(
+        f"| tuned-kernels tune seeded | {rows['seeded']['wall']:.1f} | {rows['seeded']['configs_benchmarked']} | "
+        f"best vs exhaustive: {', '.join(f'{q:.3f}' for q in quality.values())} |"
+    )
+    print(
+        f"| bundle only (TUNED_KERNELS=1) | {rows['bundle']['wall']:.1f} | {rows['bundle']['configs_benchmarked']} "
+        f"| hits {rows['bundle']['hits']}, misses {rows['bundle']['misses']}; "
+        f"{rows['triton']['wall'] / rows['bundle']['wall']:.1f}x faster than no caches |"
+    )
 
 
 if __name__ == "__main__":

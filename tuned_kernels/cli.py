@@ -140,6 +140,26 @@ def cmd_status(args: argparse.Namespace) -> int:
     return 0
 
 
+def cmd_build_wheel(args: argparse.Namespace) -> int:
+    from pathlib import Path
+
+    from tuned_kernels.packager.wheel import build_wheels
+
+    for path in build_wheels(args.results, Path(args.output), args.version):
+        print(f"built {path} ({path.stat().st_size} bytes)")
+    return 0
+
+
+def cmd_index(args: argparse.Namespace) -> int:
+    from pathlib import Path
+
+    from tuned_kernels.packager.index import write_index
+
+    projects = write_index(Path(args.dist), Path(args.output))
+    print(f"indexed {', '.join(projects)} -> {args.output}/ (serve it; pip install --index-url URL/ NAME)")
+    return 0
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="tuned-kernels", description=__doc__.splitlines()[0] if __doc__ else ""
@@ -181,6 +201,17 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("-o", "--output", required=True)
     p.add_argument("command_line", nargs=argparse.REMAINDER, metavar="-- COMMAND ...")
     p.set_defaults(func=cmd_capture)
+
+    p = sub.add_parser("build-wheel", help="bundle results into one wheel per target: tuned-kernels-<arch>")
+    p.add_argument("results", nargs="+")
+    p.add_argument("-o", "--output", default="dist")
+    p.add_argument("--version", default="0.1.0", help="the bundle wheel's version (PEP 440)")
+    p.set_defaults(func=cmd_build_wheel)
+
+    p = sub.add_parser("index", help="write a PEP 503 simple index of the wheels in a directory")
+    p.add_argument("dist")
+    p.add_argument("-o", "--output", default="simple")
+    p.set_defaults(func=cmd_index)
 
     p = sub.add_parser("status", help="bundles found, selected, rejected; overlay; hits and misses")
     p.add_argument("--json", action="store_true")

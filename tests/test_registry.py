@@ -1,0 +1,176 @@
+"""registry/: selection with reasons, hits without benchmarking, the overlay under concurrency, bad bundles."""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+from tuned_kernels.hardware import compiler_fingerprint, target_for_arch
+from tuned_kernels.registry.overlay import add_to_overlay
+from tuned_kernels.registry.selection import BundleCandidate, select_bundles
+
+from tests import factories
+from tuned_kernels import model
+from tuned_kernels.results import read_results, write_results
+
+PLANTED = str(Path(__file__).parent / "corpora" / "planted.py")
+
+
+def candidate(name: str, target: model.Target, compiler: model.CompilerFingerprint) -> BundleCandidate:
+    header = model.Header(target, compiler, model.Producer.TUNE, "0.1.0", "2026-11-22T00:00:00Z")
+    return BundleCandidate(name, f"/b/{name}.pb", header)
+
+
+def test_bundle_from_other_triton_is_rejected_with_reason() -> None:
+    sel = select_bundles(
+        factories.H100, factories.TRITON_39, [candidate("old", factories.H100, factories.TRITON_38)]
+    )
+    assert sel.selected == () and sel.stale[0].name == "old"
+    assert sel.rejected[0].reason == "built with triton 3.8.0, running 3.9.0"
+
+
+def test_bundle_for_other_gpu_is_rejected_with_reason() -> None:
+    a100 = model.Target("nvidia", "sm80", "NVIDIA A100-SXM4-80GB")
+    sel = select_bundles(factories.H100, factories.TRITON_39, [candidate("a100", a100, factories.TRITON_39)])
+    assert sel.rejected[0].reason == "built for sm80, running sm90" and sel.stale == ()
+
+
+def test_exact_device_name_is_preferred_over_same_arch() -> None:
+    generic = model.Target("nvidia", "sm90")
+    sel = select_bundles(factories.H100, factories.TRITON_39,
+                         [candidate("generic", generic, factories.TRITON_39),
+                          candidate("h100", factories.H100, factories.TRITON_39)])  # fmt: skip
+    assert [c.name for c in sel.selected] == ["h100", "generic"]
+
+
+PROGRAM = """
+import json, sys, warnings, torch
+warnings.simplefilter("always")
+sys.path.insert(0, {corpora!r})
+import tuned_kernels; tuned_kernels.enable()
+from planted import double
+for n in {sizes!r}:
+    x = torch.randn(n)
+    assert torch.equal(double(x, torch.empty_like(x)), x * 2), "wrong result"
+print("STATS " + json.dumps(tuned_kernels.stats()))
+"""
+
+
+def run_program(tmp_path: Path, sizes: tuple[int, ...], bundle: Path | None, **env: str) -> tuple[dict, str]:
+    tmp_path.mkdir(parents=True, exist_ok=True)
+    script = tmp_path / "prog.py"
+    script.write_text(PROGRAM.format(corpora=str(Path(PLANTED).parent), sizes=sizes))
+    full_env = {**os.environ, "TRITON_INTERPRET": "1", "TUNED_KERNELS_CACHE_DIR": str(tmp_path / "cache"),
+                "TUNED_KERNELS_PATH": str(bundle or ""), **env}  # fmt: skip
+    out = subprocess.run(
+        [sys.executable, str(script)], capture_output=True, text=True, env=full_env, cwd=tmp_path
+    )
+    assert out.returncode == 0, out.stderr
+    return json.loads(out.stdout.split("STATS ", 1)[1]), out.stderr
+
+
+@pytest.fixture(scope="module")
+def bundle(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    path = tmp_path_factory.mktemp("bundle") / "planted.pb.zst"
+    subprocess.run([sys.executable, "-m", "tuned_kernels", "tune", "--corpus", PLANTED, "-o", str(path)],
+                   check=True, capture_output=True, env={**os.environ, "TRITON_INTERPRET": "1"})  # fmt: skip
+    return path
+
+
+def test_hits_need_no_benchmarking_and_misses_are_remembered(tmp_path: Path, bundle: Path) -> None:
+    stats, _ = run_program(tmp_path, (100, 300), bundle)
+    assert (stats["hits"], stats["misses"], stats["configs_benchmarked"]) == (2, 0, 0)
+    assert stats["selected"][0]["file"] == str(bundle)
+    stats, _ = run_program(tmp_path, (100, 777), bundle)  # 777: a shape nobody tuned
+    assert (stats["hits"], stats["misses"]) == (1, 1) and stats["configs_benchmarked"] > 0
+    stats, _ = run_program(tmp_path, (100, 777), bundle)  # the overlay now answers for 777
+    assert (stats["hits"], stats["misses"], stats["configs_benchmarked"]) == (2, 0, 0)
+
+
+def test_nearest_policy_serves_unseen_shapes_without_benchmarking(tmp_path: Path, bundle: Path) -> None:
+    stats, _ = run_program(tmp_path, (2900,), bundle, TUNED_KERNELS_ON_MISS="nearest")
+    assert (stats["nearest"], stats["misses"], stats["configs_benchmarked"]) == (1, 0, 0)
+
+
+def test_bundle_from_other_compiler_is_rejected_and_results_stay_correct(
+    tmp_path: Path, bundle: Path
+) -> None:
+    results = read_results(bundle)
+    old = dataclasses.replace(results.header.compiler, triton_version="3.8.0")
+    foreign = tmp_path / "old.pb"
+    write_results(
+        foreign, dataclasses.replace(results, header=dataclasses.replace(results.header, compiler=old))
+    )
+    stats, stderr = run_program(tmp_path, (100,), foreign)
+    import triton
+
+    reason = f"built with triton 3.8.0, running {triton.__version__}"
+    assert stats["rejected"][0]["reason"] == reason and stats["hits"] == 0
+    assert stderr.count("TunedKernelsWarning") == 1 and reason in stderr
+
+
+def test_stale_bundle_seeds_a_short_retune(tmp_path: Path, bundle: Path) -> None:
+    results = read_results(bundle)
+    old = dataclasses.replace(results.header.compiler, triton_version="3.8.0")
+    foreign = tmp_path / "old.pb"
+    write_results(
+        foreign, dataclasses.replace(results, header=dataclasses.replace(results.header, compiler=old))
+    )
+    full, _ = run_program(tmp_path / "a", (100,), None)
+    seeded, _ = run_program(tmp_path / "b", (100,), foreign, TUNED_KERNELS_STALE="seed")
+    assert 0 < seeded["configs_benchmarked"] < full["configs_benchmarked"]
+
+
+@pytest.mark.parametrize("content", [b"", b"\x89PNG\r\n\x1a\nnot a bundle", b"format: 'x'"])
+def test_corrupt_bundle_is_skipped_with_one_warning(tmp_path: Path, content: bytes) -> None:
+    bad = tmp_path / "bad.pb"
+    bad.write_bytes(content)
+    stats, stderr = run_program(tmp_path, (100,), bad)
+    assert stderr.count("TunedKernelsWarning") == 1 and "bad.pb" in stderr
+    assert stats["misses"] == 1
+
+
+def test_unwritable_overlay_warns_once_and_keeps_running(tmp_path: Path) -> None:
+    blocker = tmp_path / "not-a-dir"
+    blocker.write_text("a file where the cache directory should be")
+    stats, stderr = run_program(tmp_path, (100, 300), None, TUNED_KERNELS_CACHE_DIR=str(blocker / "cache"))
+    assert stats["misses"] == 2 and stderr.count("TunedKernelsWarning") == 1
+
+
+WRITER = """
+import sys
+from tests import factories
+from tuned_kernels.registry.overlay import add_to_overlay
+worker = int(sys.argv[2])
+header = factories.results().header
+for i in range(10):
+    add_to_overlay(__import__("pathlib").Path(sys.argv[1]), header, [factories.entry(key=(worker, i))])
+"""
+
+
+def test_eight_processes_writing_the_overlay_lose_nothing(tmp_path: Path) -> None:
+    path = tmp_path / "overlay.pb"
+    root = str(Path(__file__).resolve().parents[1])
+    procs = [subprocess.Popen([sys.executable, "-c", WRITER, str(path), str(w)], cwd=root) for w in range(8)]
+    assert all(p.wait() == 0 for p in procs)
+    keys = {e.key for e in read_results(path).entries}
+    assert keys == {(w, i) for w in range(8) for i in range(10)}
+
+
+def test_overlay_merge_keeps_the_faster_entry(tmp_path: Path) -> None:
+    path = tmp_path / "o.pb"
+    header = factories.results().header
+    add_to_overlay(path, header, [factories.entry(time_ms=3.0)])
+    add_to_overlay(path, header, [factories.entry(block=256, time_ms=1.0)])
+    (entry,) = read_results(path).entries
+    assert entry.best_time_ms == 1.0
+
+
+def test_cpu_fingerprint_is_stable_within_a_process() -> None:
+    cpu = target_for_arch("cpu")
+    assert compiler_fingerprint(cpu) == compiler_fingerprint(cpu)

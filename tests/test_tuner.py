@@ -1,0 +1,127 @@
+"""aot/: the tuner never picks a wrong config, resumes without redoing keys, shards merge to one run."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+from tuned_kernels.aot.corpus import load_corpus
+from tuned_kernels.aot.search import neighbours, seeded
+from tuned_kernels.aot.tuner import TuneOptions, Tuner, work_items
+from tuned_kernels.hardware import target_for_arch
+
+from tuned_kernels import model
+from tuned_kernels.results import read_results
+from tuned_kernels.results.merge import merge_entries
+
+PLANTED = str(Path(__file__).parent / "corpora" / "planted.py")
+
+
+def tune(
+    tmp_path: Path,
+    shard: tuple[int, int] = (0, 1),
+    items_limit: int | None = None,
+    done: dict[model.EntrySlot, model.Entry] | None = None,
+) -> tuple[dict[model.EntrySlot, model.Entry], int]:
+    corpus = load_corpus(PLANTED)
+    calls = {"n": 0}
+
+    def bench(fn: object) -> float:
+        calls["n"] += 1
+        kernel = corpus[0].kernel
+        config = kernel.configs[0]  # forced: the one config being measured
+        return 0.5 if config.kwargs["BUG"] else 10.0 / config.kwargs["BLOCK"] + config.num_warps
+
+    tuner = Tuner(target_for_arch("cpu"), "cpu", bench, TuneOptions(shard=shard))
+    items = work_items(corpus, "quick", shard)[:items_limit]
+    held = dict(done or {})
+    tuner.run(items, held, lambda _: None)
+    return held, calls["n"]
+
+
+def test_planted_wrong_config_is_rejected_with_its_reason_never_chosen(tmp_path: Path) -> None:
+    entries, _ = tune(tmp_path)
+    assert len(entries) == 4
+    for entry in entries.values():
+        assert dict(entry.best.kwargs) == {"BLOCK": 64, "BUG": 0} and entry.best.num_warps == 1
+        (rejection,) = entry.rejected
+        assert dict(rejection.config.kwargs)["BUG"] == 1
+        assert rejection.reason.startswith("wrong numbers:")
+
+
+def test_resume_skips_finished_keys_and_matches_an_uninterrupted_run(tmp_path: Path) -> None:
+    full, full_calls = tune(tmp_path)
+    half, _ = tune(tmp_path, items_limit=2)  # an interrupted run
+    resumed, resumed_calls = tune(tmp_path, done=half)
+    assert resumed == full
+    assert resumed_calls == full_calls // 2  # only the two unfinished keys were benchmarked
+
+
+def test_two_shards_merged_equal_one_unsharded_run(tmp_path: Path) -> None:
+    full, _ = tune(tmp_path)
+    a, _ = tune(tmp_path, shard=(0, 2))
+    b, _ = tune(tmp_path, shard=(1, 2))
+    assert a.keys().isdisjoint(b.keys())
+    assert merge_entries([a.values(), b.values()]) == merge_entries([full.values()])
+
+
+def test_seeded_search_walks_neighbours_from_its_seeds() -> None:
+    space = [model.Config.of({"B": b}, num_warps=w) for b in (16, 32, 64, 128) for w in (1, 2, 4)]
+    best = model.Config.of({"B": 128}, num_warps=1)
+    cost = {c: abs(dict(c.kwargs)["B"] - 128) + c.num_warps for c in space}
+    measured = seeded(space, [model.Config.of({"B": 32}, num_warps=2)], lambda c: float(cost[c]))
+    assert min(measured, key=lambda c: measured[c] or 1e9) == best
+    assert len(measured) < len(space)
+    assert set(neighbours(model.Config.of({"B": 32}, num_warps=2), space)) == {
+        model.Config.of({"B": 16}, num_warps=2), model.Config.of({"B": 64}, num_warps=2),
+        model.Config.of({"B": 32}, num_warps=1), model.Config.of({"B": 32}, num_warps=4)}  # fmt: skip
+
+
+def test_tune_command_writes_a_results_file_inspect_can_read(tmp_path: Path) -> None:
+    out = tmp_path / "r.textproto"
+    run = subprocess.run([sys.executable, "-m", "tuned_kernels", "tune", "--corpus", PLANTED, "-o", str(out),
+                          "--json"], capture_output=True, text=True, cwd=tmp_path)  # fmt: skip
+    assert run.returncode == 0, run.stderr
+    results = read_results(out)
+    assert results.header.producer is model.Producer.TUNE and len(results.entries) == 4
+    assert all(e.rejected for e in results.entries)
+
+
+@pytest.mark.parametrize("spec", ["nonexistent.py", "no.such.module:CORPUS", f"{PLANTED}:MISSING"])
+def test_bad_corpus_spec_is_one_clear_error(spec: str) -> None:
+    from tuned_kernels.errors import CorpusError
+
+    with pytest.raises(CorpusError, match="corpus"):
+        load_corpus(spec)
+
+
+CAPTURED_PROGRAM = """
+import torch, triton, triton.language as tl
+
+@triton.autotune(configs=[triton.Config({"B": 16}), triton.Config({"B": 64})], key=["n"])
+@triton.jit
+def add_one(x_ptr, n, B: tl.constexpr):
+    offs = tl.program_id(0) * B + tl.arange(0, B)
+    tl.store(x_ptr + offs, tl.load(x_ptr + offs, mask=offs < n) + 1, mask=offs < n)
+
+for n in (50, 500):
+    x = torch.zeros(n)
+    add_one[lambda m: (triton.cdiv(n, m["B"]),)](x, n)
+print("ok")
+"""
+
+
+def test_capture_records_a_programs_own_autotuned_kernel(tmp_path: Path) -> None:
+    app = tmp_path / "app.py"
+    app.write_text(CAPTURED_PROGRAM)
+    out = tmp_path / "captured.pb"
+    run = subprocess.run([sys.executable, "-m", "tuned_kernels", "capture", "-o", str(out), "--", sys.executable,
+                          str(app)], capture_output=True, text=True, cwd=tmp_path)  # fmt: skip
+    assert run.returncode == 0 and "ok" in run.stdout, run.stderr
+    results = read_results(out)
+    assert results.header.producer is model.Producer.CAPTURE
+    assert sorted(e.key for e in results.entries) == [(50, "torch.float32"), (500, "torch.float32")]
+    assert {e.kernel.name.rsplit(".", 1)[-1] for e in results.entries} == {"add_one"}
+    assert all(e.found_by is model.FoundBy.CAPTURED and len(e.timings) == 2 for e in results.entries)
