@@ -23,7 +23,7 @@ $(STAMP): pyproject.toml
 	touch $(STAMP)
 
 demo: $(STAMP)
-	$(BIN)/tuned-kernels detect
+	$(BIN)/python ci/demo.py
 
 lint: $(STAMP)
 	$(BIN)/ruff check .

@@ -66,8 +66,21 @@ def app(env: dict[str, str]) -> dict[str, float]:
 
 
 def tune(strategy: str, output: str) -> dict[str, float]:
-    argv = [sys.executable, "-m", "tuned_kernels", "tune", "--corpus", str(HERE / "matmul4.py"),
-            "--shapes", "bench", "--strategy", strategy, "-o", output, "--json"]  # fmt: skip
+    argv = [
+        sys.executable,
+        "-m",
+        "tuned_kernels",
+        "tune",
+        "--corpus",
+        str(HERE / "matmul4.py"),
+        "--shapes",
+        "bench",
+        "--strategy",
+        strategy,
+        "-o",
+        output,
+        "--json",
+    ]
     wall, out = run(argv, fresh_env())
     summary = json.loads(out)
     return {
@@ -78,8 +91,13 @@ def tune(strategy: str, output: str) -> dict[str, float]:
 
 
 def best_times(path: str) -> dict[str, float]:
-    out = subprocess.run([sys.executable, "-m", "tuned_kernels", "inspect", path, "--json"], capture_output=True,
-                         text=True, check=True, env=fresh_env()).stdout  # fmt: skip
+    out = subprocess.run(
+        [sys.executable, "-m", "tuned_kernels", "inspect", path, "--json"],
+        capture_output=True,
+        text=True,
+        check=True,
+        env=fresh_env(),
+    ).stdout
     return {str(e["key"][:3]): e["best_time_ms"] for e in json.loads(out)["entries"]}
 
 

@@ -24,8 +24,22 @@ def test_detects_the_gpu_it_runs_on() -> None:
 
 def test_tuned_bundle_serves_hits_without_benchmarking(tmp_path: Path) -> None:
     results = tmp_path / "r.pb"
-    subprocess.run([sys.executable, "-m", "tuned_kernels", "tune", "--corpus", str(ROOT / "benchmarks/matmul4.py"),
-                    "--shapes", "quick", "-o", str(results)], check=True, cwd=tmp_path)  # fmt: skip
+    subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "tuned_kernels",
+            "tune",
+            "--corpus",
+            str(ROOT / "benchmarks/matmul4.py"),
+            "--shapes",
+            "quick",
+            "-o",
+            str(results),
+        ],
+        check=True,
+        cwd=tmp_path,
+    )
     program = (
         "import os, torch, tuned_kernels; tuned_kernels.enable()\n"
         "from tuned_kernels import ops\n"
@@ -35,8 +49,12 @@ def test_tuned_bundle_serves_hits_without_benchmarking(tmp_path: Path) -> None:
         "ref = a.float() @ b.float(); assert ((c.float() - ref).abs().max() / ref.abs().max()) < 1e-2\n"
         "s = tuned_kernels.stats(); print(s['hits'], s['misses'], s['configs_benchmarked'])\n"
     )
-    env = {"TUNED_KERNELS_PATH": str(results), "TUNED_KERNELS_CACHE_DIR": str(tmp_path / "overlay"),
-           "PATH": "/usr/bin:/bin", "PYTHONPATH": __import__("os").environ.get("PYTHONPATH", "")}  # fmt: skip
+    env = {
+        "TUNED_KERNELS_PATH": str(results),
+        "TUNED_KERNELS_CACHE_DIR": str(tmp_path / "overlay"),
+        "PATH": "/usr/bin:/bin",
+        "PYTHONPATH": __import__("os").environ.get("PYTHONPATH", ""),
+    }
     out = subprocess.run(
         [sys.executable, "-c", program], env=env, capture_output=True, text=True, cwd=tmp_path
     )

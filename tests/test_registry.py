@@ -42,9 +42,14 @@ def test_bundle_for_other_gpu_is_rejected_with_reason() -> None:
 
 def test_exact_device_name_is_preferred_over_same_arch() -> None:
     generic = model.Target("nvidia", "sm90")
-    sel = select_bundles(factories.H100, factories.TRITON_39,
-                         [candidate("generic", generic, factories.TRITON_39),
-                          candidate("h100", factories.H100, factories.TRITON_39)])  # fmt: skip
+    sel = select_bundles(
+        factories.H100,
+        factories.TRITON_39,
+        [
+            candidate("generic", generic, factories.TRITON_39),
+            candidate("h100", factories.H100, factories.TRITON_39),
+        ],
+    )
     assert [c.name for c in sel.selected] == ["h100", "generic"]
 
 
@@ -65,8 +70,13 @@ def run_program(tmp_path: Path, sizes: tuple[int, ...], bundle: Path | None, **e
     tmp_path.mkdir(parents=True, exist_ok=True)
     script = tmp_path / "prog.py"
     script.write_text(PROGRAM.format(corpora=str(Path(PLANTED).parent), sizes=sizes))
-    full_env = {**os.environ, "TRITON_INTERPRET": "1", "TUNED_KERNELS_CACHE_DIR": str(tmp_path / "cache"),
-                "TUNED_KERNELS_PATH": str(bundle or ""), **env}  # fmt: skip
+    full_env = {
+        **os.environ,
+        "TRITON_INTERPRET": "1",
+        "TUNED_KERNELS_CACHE_DIR": str(tmp_path / "cache"),
+        "TUNED_KERNELS_PATH": str(bundle or ""),
+        **env,
+    }
     out = subprocess.run(
         [sys.executable, str(script)], capture_output=True, text=True, env=full_env, cwd=tmp_path
     )
@@ -77,8 +87,12 @@ def run_program(tmp_path: Path, sizes: tuple[int, ...], bundle: Path | None, **e
 @pytest.fixture(scope="module")
 def bundle(tmp_path_factory: pytest.TempPathFactory) -> Path:
     path = tmp_path_factory.mktemp("bundle") / "planted.pb.zst"
-    subprocess.run([sys.executable, "-m", "tuned_kernels", "tune", "--corpus", PLANTED, "-o", str(path)],
-                   check=True, capture_output=True, env={**os.environ, "TRITON_INTERPRET": "1"})  # fmt: skip
+    subprocess.run(
+        [sys.executable, "-m", "tuned_kernels", "tune", "--corpus", PLANTED, "-o", str(path)],
+        check=True,
+        capture_output=True,
+        env={**os.environ, "TRITON_INTERPRET": "1"},
+    )
     return path
 
 

@@ -75,14 +75,21 @@ def test_seeded_search_walks_neighbours_from_its_seeds() -> None:
     assert min(measured, key=lambda c: measured[c] or 1e9) == best
     assert len(measured) < len(space)
     assert set(neighbours(model.Config.of({"B": 32}, num_warps=2), space)) == {
-        model.Config.of({"B": 16}, num_warps=2), model.Config.of({"B": 64}, num_warps=2),
-        model.Config.of({"B": 32}, num_warps=1), model.Config.of({"B": 32}, num_warps=4)}  # fmt: skip
+        model.Config.of({"B": 16}, num_warps=2),
+        model.Config.of({"B": 64}, num_warps=2),
+        model.Config.of({"B": 32}, num_warps=1),
+        model.Config.of({"B": 32}, num_warps=4),
+    }
 
 
 def test_tune_command_writes_a_results_file_inspect_can_read(tmp_path: Path) -> None:
     out = tmp_path / "r.textproto"
-    run = subprocess.run([sys.executable, "-m", "tuned_kernels", "tune", "--corpus", PLANTED, "-o", str(out),
-                          "--json"], capture_output=True, text=True, cwd=tmp_path)  # fmt: skip
+    run = subprocess.run(
+        [sys.executable, "-m", "tuned_kernels", "tune", "--corpus", PLANTED, "-o", str(out), "--json"],
+        capture_output=True,
+        text=True,
+        cwd=tmp_path,
+    )
     assert run.returncode == 0, run.stderr
     results = read_results(out)
     assert results.header.producer is model.Producer.TUNE and len(results.entries) == 4
@@ -117,8 +124,12 @@ def test_capture_records_a_programs_own_autotuned_kernel(tmp_path: Path) -> None
     app = tmp_path / "app.py"
     app.write_text(CAPTURED_PROGRAM)
     out = tmp_path / "captured.pb"
-    run = subprocess.run([sys.executable, "-m", "tuned_kernels", "capture", "-o", str(out), "--", sys.executable,
-                          str(app)], capture_output=True, text=True, cwd=tmp_path)  # fmt: skip
+    run = subprocess.run(
+        [sys.executable, "-m", "tuned_kernels", "capture", "-o", str(out), "--", sys.executable, str(app)],
+        capture_output=True,
+        text=True,
+        cwd=tmp_path,
+    )
     assert run.returncode == 0 and "ok" in run.stdout, run.stderr
     results = read_results(out)
     assert results.header.producer is model.Producer.CAPTURE
