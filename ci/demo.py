@@ -24,7 +24,8 @@ x = torch.randn(4, 1000, dtype=torch.float16)
 assert ((ops.matmul(a, b).double() - a.double() @ b.double()).abs().max() < 0.05)
 assert ((ops.softmax(x).double() - torch.softmax(x.double(), -1)).abs().max() < 1e-3)
 s = tuned_kernels.stats()
-print(json.dumps({k: s[k] for k in ("hits", "misses", "configs_benchmarked")} | {"bundle": [b["bundle"] for b in s["selected"]]}))
+shown = {k: s[k] for k in ("hits", "misses", "configs_benchmarked")}
+print(json.dumps({**shown, "bundle": [b["bundle"] for b in s["selected"]]}))
 """
 
 

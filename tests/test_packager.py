@@ -14,9 +14,9 @@ import zipfile
 from pathlib import Path
 
 import pytest
+from tuned_kernels.packager.wheel import build_wheels
 
 from tests import factories
-from tuned_kernels.packager.wheel import build_wheels
 from tuned_kernels.results import write_results
 
 ROOT = Path(__file__).resolve().parents[1]
