@@ -28,6 +28,7 @@ from tuned_kernels.triton_autotuner import (
 )
 
 _state: dict[str, Any] = {"enabled": False, "original": None}
+_unfit_warned: set[str] = set()
 
 
 def _autotuner_class() -> Any:
@@ -82,7 +83,9 @@ def _prune_configs(self: Any, kwargs: dict[str, Any]) -> list[Any]:
         if chosen is not None:
             REGISTRY.count(decision, identity, 0)
             return [chosen]
-        warn(f"stored config {decision.configs[0].describe()} no longer fits {identity.name}; tuning")
+        if identity.name not in _unfit_warned:  # one warning per kernel, not per key
+            _unfit_warned.add(identity.name)
+            warn(f"stored config {decision.configs[0].describe()} no longer fits {identity.name}; tuning")
     pruned = list(original(self, kwargs))
     if decision.kind == "seed":
         pruned = _seeded_space(self, decision, pruned)
