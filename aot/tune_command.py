@@ -53,15 +53,16 @@ def run_tune(request: TuneRequest, created_at: str) -> TuneReport:
     families = select_families(load_corpus(request.corpus), request.kernels)
     header = header_now(target, model.Producer.TUNE, created_at)
     done: dict[model.EntrySlot, model.Entry] = {}
+    blobs: dict[str, bytes] = {}
     if request.resume and Path(request.output).exists():
         earlier = read_results(request.output)
         done = {e.slot: e for e in earlier.entries}
+        blobs.update(earlier.blobs)
     seeds = [e for path in request.seed_files for e in read_results(path).entries]
 
     def save(entries: dict[model.EntrySlot, model.Entry]) -> None:
-        write_results(
-            request.output, model.Results(header, tuple(sorted(entries.values(), key=model.entry_sort_key)))
-        )
+        ordered = tuple(sorted(entries.values(), key=model.entry_sort_key))
+        write_results(request.output, model.Results(header, ordered, model.referenced_blobs(ordered, blobs)))
 
     progress = Progress(sys.stderr)
     tuner = Tuner(
@@ -71,6 +72,7 @@ def run_tune(request: TuneRequest, created_at: str) -> TuneReport:
         request.options,
         seeds,
         progress.line,
+        blobs,
     )
     with disabled():  # the tuner measures configs itself: bundles must not answer for it
         report = tuner.run(work_items(families, request.shapes, request.options.shard), done, save)
@@ -105,6 +107,8 @@ def _run_workers(request: TuneRequest, gpus: int, target: model.Target, created_
                 request.options.strategy,
                 "--jobs",
                 str(request.options.jobs),
+                "--artifacts",
+                request.options.artifacts,
             ]
             argv += [a for k in request.kernels for a in ("--kernels", k)]
             argv += [a for s in request.seed_files for a in ("--seed-from", s)]
@@ -123,7 +127,8 @@ def _run_workers(request: TuneRequest, gpus: int, target: model.Target, created_
             inputs.append((request.output, read_results(request.output)))
         merged = merge_results(inputs, created_at=created_at, tool_version=TOOL_VERSION)
         write_results(
-            request.output, model.Results(header_now(target, model.Producer.TUNE, created_at), merged.entries)
+            request.output,
+            model.Results(header_now(target, model.Producer.TUNE, created_at), merged.entries, merged.blobs),
         )
     report = TuneReport(tuned=len(merged.entries))
     report.failed = [f"worker on GPU {gpu} failed" for gpu in failed]

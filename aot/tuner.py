@@ -22,7 +22,8 @@ from tuned_kernels.aot.launch import config_space, forced_config, probe_key
 
 from tuned_kernels import model
 from tuned_kernels.nearest import nearest_key
-from tuned_kernels.triton_autotuner import config_from_triton, jit_function, kernel_identity
+from tuned_kernels.triton_autotuner import config_from_triton, kernel_identity
+from tuned_kernels.triton_compile import artifact_of, warmup
 
 KEEP_TIMINGS = 5  # the winner and the next best few
 CHECK_SEED_OFFSET = 1_000_003  # check inputs are drawn apart from benchmark inputs
@@ -35,6 +36,7 @@ class TuneOptions:
     time_budget_s: float | None = None
     jobs: int = 1  # compile threads
     seed: int = 0
+    artifacts: str = "winners"  # none | winners | all (every config that passed its check)
 
 
 @dataclass
@@ -48,6 +50,9 @@ class TuneReport:
     seconds: float = 0.0
     per_family: dict[str, int] = field(default_factory=dict)
     failed: list[str] = field(default_factory=list)
+    artifacts: int = 0
+    artifact_bytes: int = 0
+    artifact_note: str = ""
 
 
 @dataclass(frozen=True)
@@ -72,6 +77,7 @@ class Tuner:
         options: TuneOptions,
         seeds_from: Sequence[model.Entry] = (),
         on_progress: Callable[[str], None] = lambda _: None,
+        blobs: dict[str, bytes] | None = None,
     ) -> None:
         self.target = target
         self.device = device
@@ -79,6 +85,7 @@ class Tuner:
         self.options = options
         self.seeds_from = seeds_from
         self.on_progress = on_progress
+        self.blobs = blobs if blobs is not None else {}  # artifact file contents, shared with the writer
 
     # -- one case -----------------------------------------------------------------------------------
 
@@ -124,6 +131,7 @@ class Tuner:
                 f"{family.name} {item.case.id}: every config was rejected "
                 f"({'; '.join(r.reason for r in rejected[:3])})"
             )
+        keep = [c for _, _, c in ranked] if self.options.artifacts == "all" else [ranked[0][2]]
         return model.Entry(
             kernel=kernel_identity(kernel),
             key=key,
@@ -132,7 +140,21 @@ class Tuner:
             rejected=tuple(rejected),
             found_by=found_by,
             configs_benchmarked=len(measured),
+            artifacts=self._artifacts(kernel, named, keep),
         )
+
+    def _artifacts(
+        self, kernel: Any, named: dict[str, Any], configs: Sequence[model.Config]
+    ) -> tuple[model.Artifact, ...]:
+        """The compiled kernels of `configs` (already compiled while measuring: Triton's caches answer)."""
+        if self.options.artifacts == "none" or not artifacts_apply(self.target):
+            return ()
+        found = []
+        for config in configs:
+            artifact, blobs = artifact_of(warmup(kernel, named, config), config)
+            self.blobs.update(blobs)
+            found.append(artifact)
+        return tuple(found)
 
     def _seeds(
         self, family: KernelFamily, case: Case, key: model.TuningKey, space: Sequence[model.Config]
@@ -150,11 +172,10 @@ class Tuner:
         has nothing to compile). Failures are left for `measure` to record."""
         if self.options.jobs <= 1 or self.target.arch == "cpu":
             return
-        jit = jit_function(kernel)
 
         def compile_one(config: Any) -> None:
             with contextlib.suppress(Exception):
-                jit.warmup(**named, **config.all_kwargs(), grid=(1,))
+                warmup(kernel, named, config_from_triton(config))
 
         with ThreadPoolExecutor(self.options.jobs) as pool:
             list(pool.map(compile_one, configs))
@@ -202,6 +223,8 @@ class Tuner:
             report.tuned += 1
             report.configs_benchmarked += entry.configs_benchmarked
             report.rejected += len(entry.rejected)
+            report.artifacts += len(entry.artifacts)
+            report.artifact_bytes += sum(a.size_bytes for a in entry.artifacts)
             report.per_family[item.family.name] = report.per_family.get(item.family.name, 0) + 1
             elapsed = time.monotonic() - start
             eta = elapsed / n * (len(items) - n)
@@ -212,7 +235,18 @@ class Tuner:
                 f"({time.monotonic() - t0:.1f}s, ETA {eta:.0f}s)"
             )
         report.seconds = time.monotonic() - start
+        if self.options.artifacts == "none":
+            report.artifact_note = "not kept (--artifacts none)"
+        elif not artifacts_apply(self.target):
+            report.artifact_note = "do not apply to the cpu target (Triton's interpreter compiles nothing)"
+        else:
+            report.artifact_note = f"{report.artifacts} compiled kernels kept, {report.artifact_bytes} bytes"
         return report
+
+
+def artifacts_apply(target: model.Target) -> bool:
+    """Compiled kernels exist for GPU targets; the cpu target runs Triton's interpreter."""
+    return target.arch != "cpu"
 
 
 class NoValidConfig(Exception):

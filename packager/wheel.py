@@ -26,7 +26,7 @@ from tuned_kernels import model
 from tuned_kernels.errors import BundleError
 from tuned_kernels.results import read_results
 from tuned_kernels.results.files import encode_results, write_atomic
-from tuned_kernels.results.merge import merge_entries
+from tuned_kernels.results.merge import join
 from tuned_kernels.version import TOOL_VERSION
 
 ENTRY_POINT_GROUP = "tuned_kernels.bundles"
@@ -66,7 +66,7 @@ def plan_wheels(results: Sequence[model.Results], version: str) -> list[BundleWh
         bundles = []
         for same in by_compiler.values():
             newest = max(same, key=lambda r: r.header.created_at)
-            merged = model.Results(newest.header, merge_entries(r.entries for r in same))
+            merged = join(newest.header, same)
             name = bundle_file_name(newest.header.compiler)
             bundles.append((name, encode_results(merged, name)))
         wheels.append(BundleWheel(arch, version, tuple(sorted(bundles))))

@@ -16,7 +16,8 @@ import time
 from collections.abc import Iterator
 from typing import Any
 
-from tuned_kernels.registry.runtime import REGISTRY, Decision, warn
+from tuned_kernels.registry import artifact_cache
+from tuned_kernels.registry.runtime import CAPTURE_ENV, REGISTRY, Decision, warn
 
 from tuned_kernels import model
 from tuned_kernels.triton_autotuner import (
@@ -26,6 +27,7 @@ from tuned_kernels.triton_autotuner import (
     kernel_identity,
     tuning_key,
 )
+from tuned_kernels.triton_compile import artifact_of, warmup
 
 _state: dict[str, Any] = {"enabled": False, "original": None}
 _unfit_warned: set[str] = set()
@@ -43,6 +45,8 @@ def enable() -> None:
     if _state["original"] is None:
         _state["original"] = cls.prune_configs
         cls.prune_configs = _prune_configs
+    if len(artifact_cache.STORE):
+        artifact_cache.install()
     _state["enabled"] = True
 
 
@@ -51,6 +55,7 @@ def disable() -> None:
     if _state["original"] is not None:
         cls.prune_configs = _state["original"]
         _state["original"] = None
+    artifact_cache.uninstall()
     _state["enabled"] = False
 
 
@@ -97,17 +102,35 @@ def _prune_configs(self: Any, kwargs: dict[str, Any]) -> list[Any]:
     ranked = sorted(
         ((t[0], repr(c), c) for c, t in timings.items() if t[0] != float("inf")), key=lambda r: r[:2]
     )
+    best = config_from_triton(winner)
+    artifacts, blobs = _captured_artifact(self, {**self.nargs, **kwargs}, best)
     REGISTRY.remember(
         model.Entry(
             kernel=identity,
             key=key,
-            best=config_from_triton(winner),
+            best=best,
             timings=tuple(model.Timing(config_from_triton(c), float(t)) for t, _, c in ranked[:5]),
             found_by=model.FoundBy.SEEDED if decision.kind == "seed" else model.FoundBy.ONLINE,
             configs_benchmarked=len(timings),
-        )
+            artifacts=artifacts,
+        ),
+        blobs,
     )
     return [winner]
+
+
+def _captured_artifact(
+    autotuner: Any, named_args: dict[str, Any], best: model.Config
+) -> tuple[tuple[model.Artifact, ...], dict[str, bytes]]:
+    """When capturing on a GPU, the winner's compiled kernel (compiled while benchmarking) goes along."""
+    if not os.environ.get(CAPTURE_ENV) or _interpreting():
+        return (), {}
+    try:
+        artifact, blobs = artifact_of(warmup(autotuner, named_args, best), best)
+    except Exception as exc:
+        warn(f"could not keep the compiled kernel of {best.describe()}: {type(exc).__name__}: {exc}")
+        return (), {}
+    return (artifact,), blobs
 
 
 def _as_triton(autotuner: Any, config: model.Config) -> Any:

@@ -8,14 +8,14 @@ a file lock, re-reads the file, merges, and replaces it atomically, so nothing i
 from __future__ import annotations
 
 import os
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 
 from filelock import FileLock
 
 from tuned_kernels import model
 from tuned_kernels.results import read_results, write_results
-from tuned_kernels.results.merge import merge_entries
+from tuned_kernels.results.merge import join
 
 CACHE_ENV = "TUNED_KERNELS_CACHE_DIR"
 LOCK_TIMEOUT_S = 60.0
@@ -43,14 +43,16 @@ def read_overlay(path: Path) -> model.Results | None:
     return read_results(path)
 
 
-def add_to_overlay(path: Path, header: model.Header, entries: Sequence[model.Entry]) -> None:
+def add_to_overlay(
+    path: Path, header: model.Header, entries: Sequence[model.Entry], blobs: Mapping[str, bytes] | None = None
+) -> None:
     """Merges `entries` into the overlay at `path` under a file lock (raises OSError on a bad disk)."""
     path.parent.mkdir(parents=True, exist_ok=True)
     with FileLock(str(path) + ".lock", timeout=LOCK_TIMEOUT_S):
-        held: tuple[model.Entry, ...] = ()
+        held = model.Results(header)
         if path.exists():
             try:
-                held = read_results(path).entries
+                held = read_results(path)
             except Exception:  # a corrupt overlay is replaced rather than kept failing every process
-                held = ()
-        write_results(path, model.Results(header, merge_entries([held, entries])))
+                held = model.Results(header)
+        write_results(path, join(header, [held, model.Results(header, tuple(entries), dict(blobs or {}))]))

@@ -12,7 +12,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from tuned_kernels.registry import overlay
+from tuned_kernels.registry import artifact_cache, overlay
 from tuned_kernels.registry.discovery import discover
 from tuned_kernels.registry.selection import BundleCandidate, Selection, select_bundles
 
@@ -92,8 +92,14 @@ class Registry:
             except TunedKernelsError as exc:
                 self._problem(f"skipping bundle {found.source}: {exc}")
         self.selection = select_bundles(target, compiler, candidates)
+        artifact_cache.STORE.on_problem = self._problem
         for candidate in reversed(self.selection.selected):  # best first wins: load it last
-            self._add(read_results(candidate.path).entries)
+            results = read_results(candidate.path)
+            self._add(results.entries)
+            if artifacts_fit(results.header, target, compiler):
+                artifact_cache.STORE.add(results, candidate.name)
+        if len(artifact_cache.STORE):
+            artifact_cache.install()
         if os.environ.get(STALE_ENV, "reject") == "seed":
             for candidate in self.selection.stale:
                 for entry in read_results(candidate.path).entries:
@@ -158,7 +164,7 @@ class Registry:
                 self.stats.missed_kernels[identity.name] = self.stats.missed_kernels.get(identity.name, 0) + 1
             self.stats.configs_benchmarked += benchmarked
 
-    def remember(self, entry: model.Entry) -> None:
+    def remember(self, entry: model.Entry, blobs: dict[str, bytes] | None = None) -> None:
         """A config tuned on a miss: served from now on, written to the overlay for the next process."""
         self._add((entry,))
         assert self.overlay_path is not None
@@ -167,7 +173,7 @@ class Registry:
             entry = dataclasses.replace(entry, found_by=model.FoundBy.CAPTURED)
         path = Path(capture) if capture else self.overlay_path
         try:
-            overlay.add_to_overlay(path, self.header(model.Producer.CAPTURE), [entry])
+            overlay.add_to_overlay(path, self.header(model.Producer.CAPTURE), [entry], blobs)
         except Exception as exc:  # read-only or full disk, lock time-out: keep running, say so once
             if not self._write_failed:
                 self._write_failed = True
@@ -196,9 +202,25 @@ class Registry:
             "nearest": self.stats.nearest,
             "misses": self.stats.misses,
             "configs_benchmarked": self.stats.configs_benchmarked,
+            "compiled_kernels": {
+                "held": len(artifact_cache.STORE),
+                "served": artifact_cache.STORE.served,
+                "failed": artifact_cache.STORE.failed,
+            },
             "missed_kernels": dict(self.stats.missed_kernels),
             "problems": list(self.problems),
         }
+
+
+def artifacts_fit(header: model.Header, target: model.Target, compiler: model.CompilerFingerprint) -> bool:
+    """A bundle's compiled kernels are served only where they were built for exactly this GPU target and
+    compiler (configs alone may carry over more widely)."""
+    from tuned_kernels.hardware.archs import triton_target_of
+
+    if target.arch == "cpu" or header.target.arch == "cpu":
+        return False
+    same_compiler = header.compiler.compiler_id == compiler.compiler_id
+    return same_compiler and triton_target_of(header.target.arch) == triton_target_of(target.arch)
 
 
 def _tool_version() -> str:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import hashlib
 
 from tuned_kernels import model
@@ -49,3 +50,18 @@ def results(
 ) -> model.Results:
     header = model.Header(target, compiler, model.Producer.TUNE, "0.1.0", "2026-11-22T12:00:00Z")
     return model.Results(header, tuple(sorted(entries, key=model.entry_sort_key)))
+
+
+def with_artifact(
+    item: model.Entry, payload: bytes = b"\x7fELF cubin"
+) -> tuple[model.Entry, dict[str, bytes]]:
+    """`item` with a compiled kernel of its winner (fake bytes), and the blobs that artifact names."""
+    meta = b'{"name": "k"}'
+    files = tuple(
+        model.ArtifactFile(name, hashlib.sha256(data).hexdigest(), len(data))
+        for name, data in (("k.json", meta), ("k.cubin", payload))
+    )
+    cache_key = hashlib.sha256(repr(item.slot).encode() + payload).hexdigest()
+    artifact = model.Artifact(cache_key, "cuda:90:32", files, item.best)
+    blobs = {f.sha256: data for f, data in zip(files, (meta, payload), strict=True)}
+    return dataclasses.replace(item, artifacts=(artifact,)), blobs

@@ -80,7 +80,11 @@ def cmd_tune(args: argparse.Namespace) -> int:
     from tuned_kernels.aot.tuner import TuneOptions
 
     options = TuneOptions(
-        strategy=args.strategy, shard=args.shard, time_budget_s=args.time_budget, jobs=args.jobs
+        strategy=args.strategy,
+        shard=args.shard,
+        time_budget_s=args.time_budget,
+        jobs=args.jobs,
+        artifacts=args.artifacts,
     )
     request = TuneRequest(
         output=args.output,
@@ -101,9 +105,28 @@ def cmd_tune(args: argparse.Namespace) -> int:
             f"{report.configs_benchmarked} configs benchmarked, {report.rejected} rejected -> {args.output}"
             + (" (stopped at the time budget)" if report.stopped_early else "")
         )
+        if report.artifact_note:
+            print(f"  artifacts: {report.artifact_note}")
         for failure in report.failed:
             print(f"  failed: {failure}")
     return 1 if report.failed else 0
+
+
+def cmd_compile(args: argparse.Namespace) -> int:
+    from tuned_kernels.aot.compile_command import compile_results
+    from tuned_kernels.aot.corpus import load_corpus
+    from tuned_kernels.results import read_results, write_results
+
+    results = read_results(args.results)
+    compiled, report = compile_results(results, args.target, load_corpus(args.corpus))
+    write_results(args.output, compiled)
+    print(
+        f"compiled {report.compiled} kernels for {args.target} ({report.bytes} bytes), "
+        f"{report.kept} already compiled, {len(report.skipped)} skipped -> {args.output}"
+    )
+    for reason in report.skipped:
+        print(f"  skipped: {reason}")
+    return 0
 
 
 def cmd_capture(args: argparse.Namespace) -> int:
@@ -194,8 +217,21 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--time-budget", type=float, default=None, metavar="SECONDS")
     p.add_argument("--strategy", choices=("exhaustive", "seeded"), default="exhaustive")
     p.add_argument("--seed-from", action="append", metavar="RESULTS", help="earlier results to seed from")
+    p.add_argument(
+        "--artifacts",
+        choices=("none", "winners", "all"),
+        default="winners",
+        help="keep the compiled kernels of each key's winner (default), of every valid config, or none",
+    )
     p.add_argument("--json", action="store_true", help="print a JSON summary at the end")
     p.set_defaults(func=cmd_tune)
+
+    p = sub.add_parser("compile", help="compile a results file's winners for a GPU target, on any machine")
+    p.add_argument("results")
+    p.add_argument("--target", required=True, help="sm80, sm90, sm90a, sm100, gfx90a, gfx942 ...")
+    p.add_argument("--corpus", default="builtin", help="the corpus whose cases launch the entries' keys")
+    p.add_argument("-o", "--output", required=True)
+    p.set_defaults(func=cmd_compile)
 
     p = sub.add_parser("capture", help="run a program and record its autotuning decisions")
     p.add_argument("-o", "--output", required=True)

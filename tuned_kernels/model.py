@@ -7,7 +7,6 @@ Triton's autotuner forms it, the best `Config` and how it was found.
 
 from __future__ import annotations
 
-import dataclasses
 import enum
 from collections.abc import Mapping
 from dataclasses import dataclass, field
@@ -114,11 +113,26 @@ class Rejection:
 
 
 @dataclass(frozen=True)
-class Artifact:
-    kind: str
+class ArtifactFile:
+    """One file of a compiled kernel; its bytes live in `Results.blobs` under `sha256`."""
+
+    name: str
     sha256: str
     size_bytes: int
-    path: str
+
+
+@dataclass(frozen=True)
+class Artifact:
+    """A compiled kernel: the files Triton's compile cache holds under `cache_key` (its hex hash)."""
+
+    cache_key: str
+    gpu_target: str  # "cuda:90:32", "hip:gfx942:64"
+    files: tuple[ArtifactFile, ...]
+    config: Config
+
+    @property
+    def size_bytes(self) -> int:
+        return sum(f.size_bytes for f in self.files)
 
 
 TuningKey = tuple[Scalar, ...]
@@ -167,9 +181,16 @@ class Header:
 class Results:
     header: Header
     entries: tuple[Entry, ...] = field(default_factory=tuple)
+    blobs: Mapping[str, bytes] = field(default_factory=dict)  # artifact file contents by sha256
 
     def with_entries(self, entries: tuple[Entry, ...]) -> Results:
-        return dataclasses.replace(self, entries=entries)
+        """These entries, keeping only the blobs their artifacts still name."""
+        return Results(self.header, entries, referenced_blobs(entries, self.blobs))
+
+
+def referenced_blobs(entries: tuple[Entry, ...], blobs: Mapping[str, bytes]) -> dict[str, bytes]:
+    names = sorted({f.sha256 for e in entries for a in e.artifacts for f in a.files})
+    return {sha: blobs[sha] for sha in names if sha in blobs}
 
 
 SortToken = tuple[int, float, str]

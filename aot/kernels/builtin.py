@@ -16,6 +16,8 @@ LLM_M = (1, 16, 64, 256, 1024, 4096, 8192)
 
 
 def _randn(shape: tuple[int, ...], dtype: str, device: Any, gen: Any) -> torch.Tensor:
+    if str(device) == "meta":  # shapes only, for compiling ahead of time
+        return torch.empty(shape, device="meta", dtype=DTYPES[dtype])
     return torch.randn(shape, generator=gen, device="cpu", dtype=torch.float32).to(device, DTYPES[dtype])
 
 

@@ -15,6 +15,8 @@ FORMAT_NAME = "tuned-kernels-results"
 _VENDORS = ("nvidia", "amd", "cpu")
 _IDENT = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
 _HEX64 = re.compile(r"^[0-9a-f]{64}$")
+_FILE_NAME = re.compile(r"^[A-Za-z0-9_][A-Za-z0-9_.-]{0,199}$")
+_GPU_TARGET = re.compile(r"^(cuda|hip):[A-Za-z0-9_]+:\d+$")
 
 _PRODUCERS = {
     model.Producer.TUNE: pb.PRODUCER_TUNE,
@@ -83,6 +85,7 @@ def results_to_pb(results: model.Results) -> pb.Results:
             producer=_PRODUCERS[h.producer],
         ),
         entries=[_entry_to_pb(e) for e in results.entries],
+        blobs=dict(results.blobs),
     )
 
 
@@ -100,7 +103,14 @@ def _entry_to_pb(entry: model.Entry) -> pb.Entry:
         found_by=_FOUND_BY[entry.found_by],
         configs_benchmarked=entry.configs_benchmarked,
         artifacts=[
-            pb.Artifact(kind=a.kind, sha256=a.sha256, size_bytes=a.size_bytes, path=a.path)
+            pb.Artifact(
+                cache_key=a.cache_key,
+                gpu_target=a.gpu_target,
+                files=[
+                    pb.ArtifactFile(name=f.name, sha256=f.sha256, size_bytes=f.size_bytes) for f in a.files
+                ],
+                config=config_to_pb(a.config),
+            )
             for a in entry.artifacts
         ],
     )
@@ -150,13 +160,7 @@ def _entry_from_pb(msg: pb.Entry, field: str) -> model.Entry:
     _require(bool(msg.kernel.name), f"{field}.kernel.name", "a kernel name")
     _require(bool(_HEX64.match(msg.kernel.source_hash)), f"{field}.kernel.source_hash", "64 hex digits")
     _require(msg.HasField("best"), f"{field}.best", "a config")
-    artifacts = []
-    for i, a in enumerate(msg.artifacts):
-        _require(bool(_HEX64.match(a.sha256)), f"{field}.artifacts[{i}].sha256", "64 hex digits")
-        _require(
-            _is_contained_path(a.path), f"{field}.artifacts[{i}].path", "a relative path inside the bundle"
-        )
-        artifacts.append(model.Artifact(a.kind, a.sha256, a.size_bytes, a.path))
+    artifacts = tuple(_artifact_from_pb(a, f"{field}.artifacts[{i}]") for i, a in enumerate(msg.artifacts))
     found_by = {v: k for k, v in _FOUND_BY.items()}.get(msg.found_by)
     _require(found_by is not None, f"{field}.found_by", "exhaustive, seeded, captured or online")
     assert found_by is not None
@@ -177,14 +181,22 @@ def _entry_from_pb(msg: pb.Entry, field: str) -> model.Entry:
         ),
         found_by=found_by,
         configs_benchmarked=msg.configs_benchmarked,
-        artifacts=tuple(artifacts),
+        artifacts=artifacts,
     )
 
 
-def _is_contained_path(path: str) -> bool:
-    parts = path.split("/")
-    return (
-        bool(path) and not path.startswith("/") and "\\" not in path and ".." not in parts and "" not in parts
+def _artifact_from_pb(msg: pb.Artifact, field: str) -> model.Artifact:
+    _require(bool(_HEX64.match(msg.cache_key)), f"{field}.cache_key", "64 hex digits")
+    _require(bool(_GPU_TARGET.match(msg.gpu_target)), f"{field}.gpu_target", "backend:arch:warp_size")
+    _require(msg.HasField("config"), f"{field}.config", "a config")
+    files = []
+    for i, f in enumerate(msg.files):
+        # a plain file name: nothing from a bundle may name a path outside the directory it is put in
+        _require(bool(_FILE_NAME.match(f.name)), f"{field}.files[{i}].name", "a plain file name")
+        _require(bool(_HEX64.match(f.sha256)), f"{field}.files[{i}].sha256", "64 hex digits")
+        files.append(model.ArtifactFile(f.name, f.sha256, f.size_bytes))
+    return model.Artifact(
+        msg.cache_key, msg.gpu_target, tuple(files), config_from_pb(msg.config, f"{field}.config")
     )
 
 
@@ -231,4 +243,7 @@ def results_from_pb(msg: pb.Results) -> model.Results:
         schema_version=h.schema_version,
     )
     entries = tuple(_entry_from_pb(e, f"entries[{i}]") for i, e in enumerate(msg.entries))
-    return model.Results(header, entries)
+    for sha in msg.blobs:
+        _require(bool(_HEX64.match(sha)), "blobs", "keys of 64 hex digits")
+    # blob contents are checked against their sha256 where they are used (registry.artifact_cache)
+    return model.Results(header, entries, dict(msg.blobs))

@@ -31,6 +31,16 @@ def merge_entries(groups: Iterable[Iterable[model.Entry]]) -> tuple[model.Entry,
     return tuple(sorted(best.values(), key=model.entry_sort_key))
 
 
+def join(header: model.Header, parts: Iterable[model.Results]) -> model.Results:
+    """The merged entries of `parts` under `header`, with the artifact blobs the winners name."""
+    parts = list(parts)
+    blobs: dict[str, bytes] = {}
+    for part in parts:
+        blobs.update(part.blobs)
+    entries = merge_entries(p.entries for p in parts)
+    return model.Results(header, entries, model.referenced_blobs(entries, blobs))
+
+
 def merge_results(
     inputs: Sequence[tuple[str, model.Results]],
     *,
@@ -53,4 +63,4 @@ def merge_results(
     header = dataclasses.replace(
         first.header, producer=model.Producer.MERGE, created_at=created_at, tool_version=tool_version
     )
-    return model.Results(header, merge_entries(r.entries for _, r in inputs))
+    return join(header, (r for _, r in inputs))

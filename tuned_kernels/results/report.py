@@ -43,12 +43,34 @@ def results_summary(results: model.Results) -> dict[str, Any]:
                 "configs_benchmarked": e.configs_benchmarked,
                 "rejected": [{"config": r.config.describe(), "reason": r.reason} for r in e.rejected],
                 "artifacts": [
-                    {"kind": a.kind, "sha256": a.sha256, "size_bytes": a.size_bytes} for a in e.artifacts
+                    {
+                        "cache_key": a.cache_key,
+                        "gpu_target": a.gpu_target,
+                        "config": a.config.describe(),
+                        "files": [
+                            {"name": f.name, "sha256": f.sha256, "size_bytes": f.size_bytes} for f in a.files
+                        ],
+                    }
+                    for a in e.artifacts
                 ],
             }
             for e in results.entries
         ],
+        "bytes_per_kernel": artifact_bytes_per_kernel(results),
+        "blob_bytes": sum(len(b) for b in results.blobs.values()),
     }
+
+
+def artifact_bytes_per_kernel(results: model.Results) -> dict[str, int]:
+    """Compiled-kernel bytes each kernel adds to a bundle (a file shared by entries counted once)."""
+    seen: set[str] = set()
+    sizes: dict[str, int] = {}
+    for e in results.entries:
+        for f in (f for a in e.artifacts for f in a.files):
+            if f.sha256 not in seen:
+                seen.add(f.sha256)
+                sizes[e.kernel.name] = sizes.get(e.kernel.name, 0) + f.size_bytes
+    return sizes
 
 
 def results_table(results: model.Results) -> str:
@@ -60,7 +82,14 @@ def results_table(results: model.Results) -> str:
         f"entries   {len(results.entries)} across {len({e.kernel.name for e in results.entries})} kernels",
         "",
     ]
-    rows = [("kernel", "key", "best config", "time ms", "found", "rejected")]
+    sizes = artifact_bytes_per_kernel(results)
+    if sizes:
+        compiled = sum(len(e.artifacts) for e in results.entries)
+        lines[-1:-1] = [
+            f"compiled  {compiled} kernels, {sum(sizes.values())} bytes: "
+            + ", ".join(f"{k.rsplit('.', 1)[-1]} {v}" for k, v in sorted(sizes.items()))
+        ]
+    rows = [("kernel", "key", "best config", "time ms", "found", "rejected", "compiled")]
     for e in results.entries:
         time_ms = "-" if e.best_time_ms == float("inf") else f"{e.best_time_ms:.4g}"
         rows.append(
@@ -71,6 +100,7 @@ def results_table(results: model.Results) -> str:
                 time_ms,
                 e.found_by.value,
                 str(len(e.rejected)),
+                ", ".join(f"{a.gpu_target} {a.size_bytes // 1024} KiB" for a in e.artifacts) or "-",
             )
         )
     widths = [max(len(r[i]) for r in rows) for i in range(len(rows[0]))]

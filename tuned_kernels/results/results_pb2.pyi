@@ -148,17 +148,27 @@ class Rejection(_message.Message):
     reason: str
     def __init__(self, config: _Optional[_Union[Config, _Mapping]] = ..., reason: _Optional[str] = ...) -> None: ...
 
-class Artifact(_message.Message):
-    __slots__ = ("kind", "sha256", "size_bytes", "path")
-    KIND_FIELD_NUMBER: _ClassVar[int]
+class ArtifactFile(_message.Message):
+    __slots__ = ("name", "sha256", "size_bytes")
+    NAME_FIELD_NUMBER: _ClassVar[int]
     SHA256_FIELD_NUMBER: _ClassVar[int]
     SIZE_BYTES_FIELD_NUMBER: _ClassVar[int]
-    PATH_FIELD_NUMBER: _ClassVar[int]
-    kind: str
+    name: str
     sha256: str
     size_bytes: int
-    path: str
-    def __init__(self, kind: _Optional[str] = ..., sha256: _Optional[str] = ..., size_bytes: _Optional[int] = ..., path: _Optional[str] = ...) -> None: ...
+    def __init__(self, name: _Optional[str] = ..., sha256: _Optional[str] = ..., size_bytes: _Optional[int] = ...) -> None: ...
+
+class Artifact(_message.Message):
+    __slots__ = ("cache_key", "gpu_target", "files", "config")
+    CACHE_KEY_FIELD_NUMBER: _ClassVar[int]
+    GPU_TARGET_FIELD_NUMBER: _ClassVar[int]
+    FILES_FIELD_NUMBER: _ClassVar[int]
+    CONFIG_FIELD_NUMBER: _ClassVar[int]
+    cache_key: str
+    gpu_target: str
+    files: _containers.RepeatedCompositeFieldContainer[ArtifactFile]
+    config: Config
+    def __init__(self, cache_key: _Optional[str] = ..., gpu_target: _Optional[str] = ..., files: _Optional[_Iterable[_Union[ArtifactFile, _Mapping]]] = ..., config: _Optional[_Union[Config, _Mapping]] = ...) -> None: ...
 
 class Entry(_message.Message):
     __slots__ = ("kernel", "key", "best", "timings", "rejected", "found_by", "configs_benchmarked", "artifacts")
@@ -181,14 +191,23 @@ class Entry(_message.Message):
     def __init__(self, kernel: _Optional[_Union[KernelIdentity, _Mapping]] = ..., key: _Optional[_Iterable[_Union[Scalar, _Mapping]]] = ..., best: _Optional[_Union[Config, _Mapping]] = ..., timings: _Optional[_Iterable[_Union[Timing, _Mapping]]] = ..., rejected: _Optional[_Iterable[_Union[Rejection, _Mapping]]] = ..., found_by: _Optional[_Union[FoundBy, str]] = ..., configs_benchmarked: _Optional[int] = ..., artifacts: _Optional[_Iterable[_Union[Artifact, _Mapping]]] = ...) -> None: ...
 
 class Results(_message.Message):
-    __slots__ = ("format", "header", "entries")
+    __slots__ = ("format", "header", "entries", "blobs")
+    class BlobsEntry(_message.Message):
+        __slots__ = ("key", "value")
+        KEY_FIELD_NUMBER: _ClassVar[int]
+        VALUE_FIELD_NUMBER: _ClassVar[int]
+        key: str
+        value: bytes
+        def __init__(self, key: _Optional[str] = ..., value: _Optional[bytes] = ...) -> None: ...
     FORMAT_FIELD_NUMBER: _ClassVar[int]
     HEADER_FIELD_NUMBER: _ClassVar[int]
     ENTRIES_FIELD_NUMBER: _ClassVar[int]
+    BLOBS_FIELD_NUMBER: _ClassVar[int]
     format: str
     header: Header
     entries: _containers.RepeatedCompositeFieldContainer[Entry]
-    def __init__(self, format: _Optional[str] = ..., header: _Optional[_Union[Header, _Mapping]] = ..., entries: _Optional[_Iterable[_Union[Entry, _Mapping]]] = ...) -> None: ...
+    blobs: _containers.ScalarMap[str, bytes]
+    def __init__(self, format: _Optional[str] = ..., header: _Optional[_Union[Header, _Mapping]] = ..., entries: _Optional[_Iterable[_Union[Entry, _Mapping]]] = ..., blobs: _Optional[_Mapping[str, bytes]] = ...) -> None: ...
 
 class ResultsEnvelope(_message.Message):
     __slots__ = ("format", "schema_version", "payload", "sha256")

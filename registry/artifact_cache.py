@@ -1,0 +1,144 @@
+"""Serves a bundle's compiled kernels to Triton through its pluggable cache manager.
+
+`ArtifactCacheManager` wraps the cache manager Triton would otherwise use (its `FileCacheManager`, or the
+user's own `TRITON_CACHE_MANAGER`). A compile whose cache key the user's cache does not hold, but a selected
+bundle does, gets the bundle's files written into the user's cache (sha256 checked, by the wrapped manager's
+own atomic `put`) and then loads them as any cached kernel: no compilation. Anything else is passed
+through. A bad or missing artifact makes Triton compile as usual, with one warning.
+"""
+
+from __future__ import annotations
+
+import base64
+import hashlib
+import threading
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from tuned_kernels import model
+
+
+@dataclass(frozen=True)
+class _Held:
+    artifact: model.Artifact
+    blobs: Mapping[str, bytes]
+    source: str
+
+
+class ArtifactStore:
+    """The compiled kernels of the selected bundles, by the key Triton's cache manager is created with."""
+
+    def __init__(self) -> None:
+        self._held: dict[str, _Held] = {}
+        self._lock = threading.Lock()
+        self.served = 0
+        self.failed = 0
+        self.on_problem: Callable[[str], None] = lambda _: None
+
+    def add(self, results: model.Results, source: str) -> int:
+        added = 0
+        for entry in results.entries:
+            for artifact in entry.artifacts:
+                manager_key = triton_manager_key(artifact.cache_key)
+                if manager_key not in self._held:
+                    self._held[manager_key] = _Held(artifact, results.blobs, source)
+                    added += 1
+        return added
+
+    def clear(self) -> None:
+        self._held.clear()
+
+    def __len__(self) -> int:
+        return len(self._held)
+
+    def files_for(self, manager_key: str, metadata_name: str) -> dict[str, bytes] | None:
+        """The verified files of the artifact under `manager_key`, or None (with one warning if bad)."""
+        held = self._held.get(manager_key)
+        if held is None or metadata_name not in {f.name for f in held.artifact.files}:
+            return None
+        files = {}
+        for f in held.artifact.files:
+            data = held.blobs.get(f.sha256)
+            if data is None or hashlib.sha256(data).hexdigest() != f.sha256:
+                self._fail(held, f"{f.name} is {'missing' if data is None else 'corrupt (sha256 differs)'}")
+                return None
+            files[f.name] = data
+        return files
+
+    def _fail(self, held: _Held, why: str) -> None:
+        with self._lock:
+            self.failed += 1
+            first = self.failed == 1
+            self._held = {k: v for k, v in self._held.items() if v is not held}
+        if first:  # one warning per process: a bad bundle must not flood the user's log
+            self.on_problem(f"compiled kernel from {held.source}: {why}; compiling it instead")
+
+    def count_served(self) -> None:
+        with self._lock:
+            self.served += 1
+
+
+STORE = ArtifactStore()
+
+
+def triton_manager_key(cache_key: str) -> str:
+    """Triton creates cache managers with the base32 form of its hex compile hash."""
+    return base64.b32encode(bytes.fromhex(cache_key)).decode("ascii").rstrip("=")
+
+
+class ArtifactCacheManager:
+    """A Triton `CacheManager` that falls back to the selected bundles' compiled kernels."""
+
+    inner_class: Any = None  # the manager class Triton used before: set by `install`
+
+    def __init__(self, key: str, override: bool = False, dump: bool = False) -> None:
+        self.key = key
+        self.inner = type(self).inner_class(key, override=override, dump=dump)
+        self.serving = not (override or dump)
+
+    def get_group(self, filename: str) -> dict[str, str] | None:
+        group: dict[str, str] | None = self.inner.get_group(filename)
+        if group is not None or not self.serving:
+            return group
+        files = STORE.files_for(self.key, filename)
+        if files is None:
+            return None
+        try:
+            group = {name: str(self.inner.put(data, name, binary=True)) for name, data in files.items()}
+            self.inner.put_group(filename, group)
+        except Exception as exc:  # an unwritable cache: Triton compiles (and reports its own error)
+            STORE.on_problem(f"cannot place a compiled kernel in Triton's cache: {exc}")
+            return None
+        STORE.count_served()
+        return group
+
+    def get_file(self, filename: str) -> Any:
+        return self.inner.get_file(filename)
+
+    def put(self, data: Any, filename: str, binary: bool = True) -> Any:
+        return self.inner.put(data, filename, binary=binary)
+
+    def put_group(self, filename: str, group: dict[str, str]) -> Any:
+        return self.inner.put_group(filename, group)
+
+    def __getattr__(self, name: str) -> Any:  # anything else Triton asks of its cache manager
+        return getattr(self.__dict__["inner"], name)
+
+
+def install() -> None:
+    """From now on Triton's compiles consult the store (idempotent)."""
+    from triton import knobs
+    from triton.runtime.cache import FileCacheManager
+
+    current = knobs.cache.manager_class or FileCacheManager
+    if current is not ArtifactCacheManager:
+        ArtifactCacheManager.inner_class = current
+        knobs.cache.manager_class = ArtifactCacheManager
+
+
+def uninstall() -> None:
+    from triton import knobs
+
+    if knobs.cache.manager_class is ArtifactCacheManager:
+        knobs.cache.manager_class = ArtifactCacheManager.inner_class

@@ -1,0 +1,187 @@
+"""Compiled kernels: `tune` keeps the winners', `compile` fills them in on a machine without the GPU, bundles
+carry them content-addressed, and the registry serves them to Triton's cache so a hit compiles nothing."""
+
+from __future__ import annotations
+
+import dataclasses
+import hashlib
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+from tuned_kernels.aot.compile_command import CompileError, compile_results
+from tuned_kernels.aot.kernels.builtin import CORPUS
+from tuned_kernels.registry import artifact_cache
+from tuned_kernels.registry.runtime import artifacts_fit
+
+from tests import factories
+from tuned_kernels import model
+from tuned_kernels.errors import ResultsFormatError
+from tuned_kernels.results import read_results, write_results
+from tuned_kernels.results.merge import join
+
+ROOT = Path(__file__).resolve().parents[1]
+BINARY = {"sm90": ".cubin", "gfx942": ".hsaco"}
+
+
+def _compiler_env(tmp_path: Path) -> dict[str, str]:
+    """Kernels must load as compiled Triton kernels (not the interpreter's) to be compiled."""
+    env = {k: v for k, v in os.environ.items() if k != "TRITON_INTERPRET"}
+    return {**env, "TRITON_CACHE_DIR": str(tmp_path / "triton-cache")}
+
+
+@pytest.fixture(scope="module", params=["sm90", "gfx942"])
+def compiled(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory) -> model.Results:
+    """Quick cases of the built-in corpus, compiled here (no GPU) by `tuned-kernels compile`."""
+    arch = request.param
+    tmp = tmp_path_factory.mktemp(arch)
+    env = _compiler_env(tmp)
+    untuned = tmp / "untuned.textproto"
+    subprocess.run(
+        [sys.executable, str(ROOT / "tests/corpora/untuned_results.py"), arch, str(untuned)],
+        env=env,
+        check=True,
+    )
+    out = tmp / "compiled.pb.zst"
+    run = subprocess.run(
+        [sys.executable, "-m", "tuned_kernels", "compile", str(untuned), "--target", arch, "-o", str(out)],
+        env=env,
+        capture_output=True,
+        text=True,
+    )
+    assert run.returncode == 0, run.stderr
+    assert f"compiled 11 kernels for {arch}" in run.stdout, run.stdout
+    return read_results(out)
+
+
+def test_compile_gives_every_entry_its_winners_binary_and_metadata(compiled: model.Results) -> None:
+    arch = compiled.header.target.arch
+    for entry in compiled.entries:
+        (artifact,) = entry.artifacts
+        assert artifact.config == entry.best
+        suffixes = sorted(Path(f.name).suffix for f in artifact.files)
+        assert suffixes == sorted([".json", BINARY[arch]])
+        for f in artifact.files:
+            data = compiled.blobs[f.sha256]
+            assert hashlib.sha256(data).hexdigest() == f.sha256 and len(data) == f.size_bytes > 0
+
+
+def test_served_artifacts_load_through_tritons_own_metadata_parsing(
+    compiled: model.Results, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from triton.compiler.compiler import CompiledKernel
+    from triton.runtime.cache import FileCacheManager
+
+    monkeypatch.setattr(artifact_cache, "STORE", artifact_cache.ArtifactStore())
+    monkeypatch.setattr(artifact_cache.ArtifactCacheManager, "inner_class", FileCacheManager)
+    monkeypatch.setenv("TRITON_CACHE_DIR", str(tmp_path))
+    artifact_cache.STORE.add(compiled, "test bundle")
+    for entry in compiled.entries:
+        (artifact,) = entry.artifacts
+        metadata_name = next(f.name for f in artifact.files if f.name.endswith(".json"))
+        manager = artifact_cache.ArtifactCacheManager(artifact_cache.triton_manager_key(artifact.cache_key))
+        group = manager.get_group(metadata_name)
+        assert group is not None and all(Path(p).is_relative_to(tmp_path) for p in group.values())
+        kernel = CompiledKernel(None, group, artifact.cache_key)
+        assert kernel.name == entry.kernel.name.rsplit(".", 1)[-1]
+        assert kernel.metadata.hash == artifact.cache_key
+        assert f"{kernel.metadata.target.backend}:{kernel.metadata.target.arch}" in artifact.gpu_target
+    # entries whose launches compile to the same kernel share one artifact, placed once
+    assert artifact_cache.STORE.served == len({e.artifacts[0].cache_key for e in compiled.entries})
+
+
+def test_a_corrupt_artifact_falls_back_to_compiling_with_one_warning(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from triton.runtime.cache import FileCacheManager
+
+    monkeypatch.setattr(artifact_cache, "STORE", artifact_cache.ArtifactStore())
+    monkeypatch.setattr(artifact_cache.ArtifactCacheManager, "inner_class", FileCacheManager)
+    monkeypatch.setenv("TRITON_CACHE_DIR", str(tmp_path))
+    problems: list[str] = []
+    artifact_cache.STORE.on_problem = problems.append
+    entries, blobs = [], {}
+    for block in (32, 64):
+        item, item_blobs = factories.with_artifact(factories.entry(block=block), payload=b"cubin %d" % block)
+        entries.append(item)
+        blobs.update({sha: b"flipped" for sha in item_blobs})  # every blob's bytes differ from its hash
+    header = factories.results(target=factories.H100).header
+    artifact_cache.STORE.add(model.Results(header, tuple(entries), blobs), "bad bundle")
+    for item in entries:
+        manager = artifact_cache.ArtifactCacheManager(
+            artifact_cache.triton_manager_key(item.artifacts[0].cache_key)
+        )
+        assert manager.get_group("k.json") is None  # Triton compiles instead
+    assert len(problems) == 1 and "corrupt (sha256 differs)" in problems[0]
+    assert not list(tmp_path.rglob("*.cubin"))
+
+
+def test_artifact_file_names_cannot_leave_the_cache_directory(tmp_path: Path) -> None:
+    item, blobs = factories.with_artifact(factories.entry())
+    bad_file = model.ArtifactFile(
+        "../../escape.cubin", *next((f.sha256, f.size_bytes) for f in item.artifacts[0].files)
+    )
+    bad = model.Artifact(item.artifacts[0].cache_key, "cuda:90:32", (bad_file,), item.best)
+    results = factories.results(target=factories.H100)
+    path = tmp_path / "r.textproto"
+    write_results(path, model.Results(results.header, (dataclasses.replace(item, artifacts=(bad,)),), blobs))
+    with pytest.raises(ResultsFormatError, match=r"files\[0\]\.name: expected a plain file name"):
+        read_results(path)
+
+
+def test_artifacts_and_their_blobs_round_trip_and_merge(tmp_path: Path) -> None:
+    fast, fast_blobs = factories.with_artifact(factories.entry(time_ms=1.0), payload=b"fast")
+    slow, slow_blobs = factories.with_artifact(factories.entry(time_ms=2.0), payload=b"slow")
+    header = factories.results(target=factories.H100).header
+    a, b = model.Results(header, (fast,), fast_blobs), model.Results(header, (slow,), slow_blobs)
+    for ext in (".textproto", ".pb.zst"):
+        write_results(tmp_path / f"a{ext}", a)
+        assert read_results(tmp_path / f"a{ext}") == a
+    merged = join(header, [b, a])
+    assert merged.entries == (fast,) and dict(merged.blobs) == fast_blobs  # the loser's blobs are dropped
+
+
+def test_compiled_kernels_are_served_only_for_the_exact_target_and_compiler() -> None:
+    h100 = factories.results(target=factories.H100).header
+    assert artifacts_fit(h100, factories.H100, factories.TRITON_39)
+    sm90a = model.Target("nvidia", "sm90a")
+    assert artifacts_fit(h100, sm90a, factories.TRITON_39)  # one compiler target: the same binary
+    assert not artifacts_fit(h100, model.Target("nvidia", "sm80"), factories.TRITON_39)
+    assert not artifacts_fit(h100, factories.H100, factories.TRITON_38)
+    assert not artifacts_fit(factories.results().header, factories.CPU, factories.TRITON_39)
+
+
+def test_compile_refuses_results_of_another_compiler_or_an_unrelated_target() -> None:
+    from tuned_kernels.hardware import compiler_fingerprint
+
+    old = factories.results(factories.entry(), target=factories.H100, compiler=factories.TRITON_38)
+    with pytest.raises(CompileError, match=r"built with triton 3\.8\.0.*would never be used"):
+        compile_results(old, "sm90", CORPUS)
+    here = factories.results(
+        factories.entry(), target=factories.H100, compiler=compiler_fingerprint(factories.H100)
+    )
+    with pytest.raises(CompileError, match="tuned for sm90; their configs do not carry over to sm80"):
+        compile_results(here, "sm80", CORPUS)
+
+
+def test_tune_on_the_cpu_target_says_artifacts_do_not_apply(tmp_path: Path) -> None:
+    run = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "tuned_kernels",
+            "tune",
+            "--corpus",
+            str(ROOT / "tests/corpora/planted.py"),
+            "-o",
+            str(tmp_path / "r.pb"),
+        ],
+        capture_output=True,
+        text=True,
+        cwd=tmp_path,
+    )
+    assert run.returncode == 0, run.stderr
+    assert "artifacts: do not apply to the cpu target" in run.stdout
+    assert all(not e.artifacts for e in read_results(tmp_path / "r.pb").entries)

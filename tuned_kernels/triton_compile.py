@@ -1,0 +1,84 @@
+"""The edge where compiled kernels meet Triton: compile a launch without running it, for this GPU or for
+one that is not here, and turn what Triton compiled into artifacts.
+
+A compile goes through Triton's own `JITFunction.warmup`, which binds the launch arguments, specializes
+them (pointer alignment, integer divisibility) and computes the cache key exactly as a real launch does; so
+an artifact compiled here is found by the run-time launch it stands for.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import hashlib
+from collections.abc import Iterator, Mapping
+from pathlib import Path
+from typing import Any
+
+from tuned_kernels import model
+from tuned_kernels.triton_autotuner import config_to_triton
+
+BINARY_SUFFIXES = (".cubin", ".hsaco")  # what a GPU loads; the IRs beside them are not shipped
+METADATA_SUFFIX = ".json"
+
+
+def warmup(autotuner: Any, named_args: Mapping[str, Any], config: model.Config) -> Any:
+    """Compiles the kernel that a launch with these arguments and `config` runs, without launching it,
+    and returns Triton's `CompiledKernel` (from Triton's caches when already compiled). The kernel's
+    `@triton.heuristics` are applied as a launch would apply them."""
+    kwargs = {**named_args, **config_to_triton(config).all_kwargs()}
+    fn = autotuner.fn
+    while type(fn).__name__ != "JITFunction":
+        if not hasattr(fn, "fn"):
+            raise TypeError(f"{type(fn).__name__} is not a compiled Triton kernel (is TRITON_INTERPRET set?)")
+        for name, heuristic in getattr(fn, "values", {}).items():
+            kwargs[name] = heuristic(kwargs)
+        fn = fn.fn
+    return fn.warmup(grid=(1,), **kwargs)
+
+
+def artifact_of(compiled: Any, config: model.Config) -> tuple[model.Artifact, dict[str, bytes]]:
+    """The files Triton needs to load `compiled` (metadata and binary), hashed, with their bytes."""
+    files, blobs = [], {}
+    for name, path in sorted(compiled.metadata_group.items()):
+        if not name.endswith((METADATA_SUFFIX, *BINARY_SUFFIXES)):
+            continue
+        data = Path(path).read_bytes()
+        digest = hashlib.sha256(data).hexdigest()
+        files.append(model.ArtifactFile(name, digest, len(data)))
+        blobs[digest] = data
+    target = compiled.metadata.target
+    gpu_target = f"{target.backend}:{target.arch}:{target.warp_size}"
+    return model.Artifact(compiled.hash, gpu_target, tuple(files), config), blobs
+
+
+class _OfflineDriver:
+    """Answers the questions a kernel's `warmup` asks of the GPU driver, for a GPU that is not here."""
+
+    def __init__(self, gpu_target: Any) -> None:
+        self.target = gpu_target
+
+    def get_current_device(self) -> str:
+        # a device id of its own per target: JITFunction caches its binder and backend per device
+        return f"tuned-kernels-offline:{self.target.backend}:{self.target.arch}"
+
+    def get_current_stream(self, device: Any = None) -> int:
+        return 0
+
+    def get_current_target(self) -> Any:
+        return self.target
+
+    def is_active(self) -> bool:
+        return True
+
+
+@contextlib.contextmanager
+def compiling_for(gpu_target: Any) -> Iterator[None]:
+    """Within this block, Triton compiles for `gpu_target` (a `GPUTarget`), whatever GPU is (not) here."""
+    from triton.runtime.driver import driver
+
+    saved = driver._active
+    driver.set_active(_OfflineDriver(gpu_target))
+    try:
+        yield
+    finally:
+        driver._active = saved
