@@ -48,6 +48,8 @@ class TuneReport:
     rejected: int = 0
     stopped_early: bool = False
     seconds: float = 0.0
+    compile_seconds: float = 0.0  # compiling the space on --jobs threads before measuring
+    benchmark_seconds: float = 0.0  # inside the benchmarker: the pure measuring time
     per_family: dict[str, int] = field(default_factory=dict)
     failed: list[str] = field(default_factory=list)
     artifacts: int = 0
@@ -86,6 +88,7 @@ class Tuner:
         self.seeds_from = seeds_from
         self.on_progress = on_progress
         self.blobs = blobs if blobs is not None else {}  # artifact file contents, shared with the writer
+        self.seconds = {"compile": 0.0, "benchmark": 0.0}  # parallel precompile; inside the benchmarker
 
     # -- one case -----------------------------------------------------------------------------------
 
@@ -102,7 +105,9 @@ class Tuner:
         check_inputs = family.make_inputs(item.case, self.device, self._generator(CHECK_SEED_OFFSET))
         reference = family.reference(check_inputs)
         space = {config_from_triton(c): c for c in config_space(kernel, named)}
+        t0 = time.monotonic()
         self._precompile(kernel, named, list(space.values()))
+        self.seconds["compile"] += time.monotonic() - t0
         rejected: list[model.Rejection] = []
 
         def measure(config: model.Config) -> float | None:
@@ -112,7 +117,11 @@ class Tuner:
                     out = family.run(check_inputs)
                     reason = mismatch(out, reference, family.tolerance)
                     if reason is None:
-                        return self.benchmarker(lambda: family.run(bench_inputs))
+                        t0 = time.monotonic()
+                        try:
+                            return self.benchmarker(lambda: family.run(bench_inputs))
+                        finally:
+                            self.seconds["benchmark"] += time.monotonic() - t0
                 except Exception as exc:  # a config that fails to compile or run must not stop the tune
                     reason = f"failed: {type(exc).__name__}: {first_line(exc)}"
             rejected.append(model.Rejection(config, reason))
@@ -235,6 +244,8 @@ class Tuner:
                 f"({time.monotonic() - t0:.1f}s, ETA {eta:.0f}s)"
             )
         report.seconds = time.monotonic() - start
+        report.compile_seconds = self.seconds["compile"]
+        report.benchmark_seconds = self.seconds["benchmark"]
         if self.options.artifacts == "none":
             report.artifact_note = "not kept (--artifacts none)"
         elif not artifacts_apply(self.target):

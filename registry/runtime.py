@@ -19,6 +19,7 @@ from tuned_kernels.registry.selection import BundleCandidate, Selection, select_
 from tuned_kernels import model
 from tuned_kernels.errors import TunedKernelsError
 from tuned_kernels.nearest import nearest_key
+from tuned_kernels.results.view import ResultsView
 from tuned_kernels.timestamps import utc_now
 
 log = logging.getLogger("tuned_kernels")
@@ -61,8 +62,9 @@ class Registry:
         self.stats = Stats()
         self.selection = Selection((), (), ())
         self.problems: list[str] = []
-        self.table: Table = {}
-        self.stale: dict[str, dict[model.TuningKey, model.Entry]] = {}
+        self.bundles: list[ResultsView] = []  # the selected bundles, best first; entries decoded on demand
+        self.stale_bundles: list[ResultsView] = []  # with TUNED_KERNELS_STALE=seed
+        self.local: Table = {}  # the overlay's entries and those tuned in this process
         self._write_failed = False
         self.target: model.Target | None = None
         self.compiler: model.CompilerFingerprint | None = None
@@ -79,45 +81,42 @@ class Registry:
     def _load(self) -> None:
         from tuned_kernels.hardware import compiler_fingerprint, detect
 
-        from tuned_kernels.results import read_results
+        from tuned_kernels.results import open_results
 
         self.target = target = detect()
         self.compiler = compiler = compiler_fingerprint(target)
+        views: dict[str, ResultsView] = {}
         candidates = []
         for found in discover():
             try:
-                candidates.append(
-                    BundleCandidate(found.source, str(found.path), read_results(found.path).header)
-                )
+                view = views[str(found.path)] = open_results(found.path)
             except TunedKernelsError as exc:
                 self._problem(f"skipping bundle {found.source}: {exc}")
+                continue
+            candidates.append(BundleCandidate(found.source, str(found.path), view.header))
         self.selection = select_bundles(target, compiler, candidates)
+        self.bundles = [views[c.path] for c in self.selection.selected]  # best first
         artifact_cache.STORE.on_problem = self._problem
-        for candidate in reversed(self.selection.selected):  # best first wins: load it last
-            results = read_results(candidate.path)
-            self._add(results.entries)
-            if artifacts_fit(results.header, target, compiler):
-                artifact_cache.STORE.add(results, candidate.name)
+        for candidate in self.selection.selected:
+            view = views[candidate.path]
+            if view.has_blobs and artifacts_fit(view.header, target, compiler):
+                artifact_cache.STORE.add(view.results(), candidate.name)
         if len(artifact_cache.STORE):
             artifact_cache.install()
         if os.environ.get(STALE_ENV, "reject") == "seed":
-            for candidate in self.selection.stale:
-                for entry in read_results(candidate.path).entries:
-                    self.stale.setdefault(entry.kernel.name, {})[entry.key] = entry
+            self.stale_bundles = [views[c.path] for c in self.selection.stale]
         self.overlay_path = overlay.overlay_path(target, compiler)
         try:
             held = overlay.read_overlay(self.overlay_path)
             if held is not None:
-                self._add(held.entries, keep_existing=True)
+                self._add(held.entries)
         except TunedKernelsError as exc:
             self._problem(f"ignoring the overlay cache: {exc}")
         self._log_selection()
 
-    def _add(self, entries: tuple[model.Entry, ...], keep_existing: bool = False) -> None:
+    def _add(self, entries: tuple[model.Entry, ...]) -> None:
         for entry in entries:
-            keys = self.table.setdefault((entry.kernel.name, entry.kernel.source_hash), {})
-            if not (keep_existing and entry.key in keys):
-                keys[entry.key] = entry
+            self.local.setdefault((entry.kernel.name, entry.kernel.source_hash), {})[entry.key] = entry
 
     def _log_selection(self) -> None:
         chosen = ", ".join(c.name for c in self.selection.selected) or "none"
@@ -138,20 +137,45 @@ class Registry:
         self.load()
         if os.environ.get(CAPTURE_ENV):
             return Decision("miss")  # capturing: every decision is made (and recorded) afresh
-        keys = self.table.get((identity.name, identity.source_hash), {})
-        entry = keys.get(key)
+        slot = (identity.name, identity.source_hash, key)
+        entry = self._lookup(slot)
         if entry is not None:
             return Decision("hit", (entry.best,), "bundle")
-        if keys and os.environ.get(ON_MISS_ENV, "tune") == "nearest":
+        if os.environ.get(ON_MISS_ENV, "tune") == "nearest":
+            keys = self._keys_of(identity)
             near = nearest_key(key, keys)
             if near is not None:
                 return Decision("nearest", (keys[near].best,), f"nearest key {near}")
-        stale = self.stale.get(identity.name, {})
-        near = nearest_key(key, stale)
-        if near is not None:
-            old = stale[near]
-            return Decision("seed", (old.best, *(t.config for t in old.timings[:3])), "stale bundle")
+        if self.stale_bundles:
+            stale = {
+                e.key: e for view in reversed(self.stale_bundles) for e in view.entries_named(identity.name)
+            }
+            near = nearest_key(key, stale)
+            if near is not None:
+                old = stale[near]
+                return Decision("seed", (old.best, *(t.config for t in old.timings[:3])), "stale bundle")
         return Decision("miss")
+
+    def _lookup(self, slot: model.EntrySlot) -> model.Entry | None:
+        for view in self.bundles:
+            try:
+                entry = view.lookup(slot)
+            except TunedKernelsError as exc:  # a corrupt entry: this bundle answers no more
+                self.bundles = [b for b in self.bundles if b is not view]
+                self._problem(f"dropping bundle {view.path}: {exc}")
+                continue
+            if entry is not None:
+                return entry
+        return self.local.get(slot[:2], {}).get(slot[2])
+
+    def _keys_of(self, identity: model.KernelIdentity) -> dict[model.TuningKey, model.Entry]:
+        """Every key known for this kernel (same source), bundles winning over the overlay."""
+        keys = dict(self.local.get((identity.name, identity.source_hash), {}))
+        for view in reversed(self.bundles):
+            for e in view.entries_named(identity.name):
+                if e.kernel.source_hash == identity.source_hash:
+                    keys[e.key] = e
+        return keys
 
     def count(self, decision: Decision, identity: model.KernelIdentity, benchmarked: int) -> None:
         with self._lock:
@@ -196,7 +220,7 @@ class Registry:
                 {"bundle": r.candidate.name, "file": r.candidate.path, "reason": r.reason}
                 for r in self.selection.rejected
             ],
-            "entries": sum(len(v) for v in self.table.values()),
+            "entries": sum(len(v) for v in self.bundles) + sum(len(v) for v in self.local.values()),
             "overlay": {"path": str(self.overlay_path), "bytes": size},
             "hits": self.stats.hits,
             "nearest": self.stats.nearest,

@@ -16,7 +16,7 @@ from tests import factories
 from tuned_kernels import model
 from tuned_kernels.cli import main
 from tuned_kernels.errors import ResultsFormatError
-from tuned_kernels.results import read_results, write_results
+from tuned_kernels.results import open_results, read_results, write_results
 from tuned_kernels.results.files import decode_results, encode_results
 from tuned_kernels.results.formats import format_for
 
@@ -178,6 +178,8 @@ def test_decompression_is_bounded() -> None:
         ('vendor: "cpu"', 'vendor: "intel"'),
         ('name: "BLOCK"', 'name: "BL OCK"'),
         ("time_ms: 1.0", "time_ms: -1.0"),
+        ("best: 3", "best: 99"),
+        ("  kernel: 1", "  kernel: 7"),
     ],
 )
 def test_every_field_is_validated(patch: str, field: str) -> None:
@@ -207,3 +209,16 @@ entries = st.builds(
 def test_round_trip_property(items: list[model.Entry], ext: str) -> None:
     original = factories.results(*{e.slot: e for e in items}.values())
     assert decode_results(encode_results(original, f"x{ext}"), f"x{ext}") == original
+
+
+@pytest.mark.parametrize("ext", [".pb.zst", ".textproto"])
+def test_an_opened_file_finds_any_key_by_its_slot(tmp_path: Path, ext: str) -> None:
+    many = factories.results(*(factories.entry(key=(i, "torch.float16")) for i in range(300)))
+    write_results(tmp_path / f"b{ext}", many)
+    view = open_results(tmp_path / f"b{ext}")
+    assert len(view) == 300 and view.header == many.header
+    for wanted in (many.entries[0], many.entries[123], many.entries[-1]):
+        assert view.lookup(wanted.slot) == wanted
+    kernel = many.entries[0].kernel
+    assert view.lookup((kernel.name, kernel.source_hash, (300, "torch.float16"))) is None
+    assert view.lookup((kernel.name, kernel.source_hash, (1.0, "torch.float16"))) is None  # 1.0 is not 1

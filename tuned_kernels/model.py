@@ -8,6 +8,7 @@ Triton's autotuner forms it, the best `Config` and how it was found.
 from __future__ import annotations
 
 import enum
+import hashlib
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Literal
@@ -186,6 +187,13 @@ class Results:
     def with_entries(self, entries: tuple[Entry, ...]) -> Results:
         """These entries, keeping only the blobs their artifacts still name."""
         return Results(self.header, entries, referenced_blobs(entries, self.blobs))
+
+
+def slot_digest(slot: EntrySlot) -> bytes:
+    """A 16-byte digest of an entry's slot: the look-up key of a bundle's index (types kept: 1 != 1.0)."""
+    name, source_hash, key = slot
+    text = "\x00".join([name, source_hash, *(f"{type(v).__name__}:{v!r}" for v in key)])
+    return hashlib.blake2b(text.encode("utf-8"), digest_size=16).digest()
 
 
 def referenced_blobs(entries: tuple[Entry, ...], blobs: Mapping[str, bytes]) -> dict[str, bytes]:

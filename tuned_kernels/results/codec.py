@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import math
 import re
+from dataclasses import dataclass
 
 from tuned_kernels import model
 from tuned_kernels.results import results_pb2 as pb
@@ -58,8 +59,17 @@ def config_to_pb(config: model.Config) -> pb.Config:
     )
 
 
-def results_to_pb(results: model.Results) -> pb.Results:
+def results_to_pb(results: model.Results, with_index: bool = False) -> pb.Results:
+    """`with_index` adds the slot digests that let `ResultsView` find a key without decoding entries."""
     h = results.header
+    kernels: dict[model.KernelIdentity, int] = {}
+    configs: dict[model.Config, int] = {}
+    for e in results.entries:
+        kernels.setdefault(e.kernel, len(kernels))
+        for c in (e.best, *(t.config for t in e.timings), *(r.config for r in e.rejected)):
+            configs.setdefault(c, len(configs))
+        for a in e.artifacts:
+            configs.setdefault(a.config, len(configs))
     return pb.Results(
         format=FORMAT_NAME,
         header=pb.Header(
@@ -84,22 +94,24 @@ def results_to_pb(results: model.Results) -> pb.Results:
             created_at=h.created_at,
             producer=_PRODUCERS[h.producer],
         ),
-        entries=[_entry_to_pb(e) for e in results.entries],
+        entries=[_entry_to_pb(e, kernels[e.kernel], configs) for e in results.entries],
+        configs=[config_to_pb(c) for c in configs],
         blobs=dict(results.blobs),
+        kernels=[
+            pb.KernelIdentity(name=k.name, source_hash=k.source_hash, param_names=list(k.param_names))
+            for k in kernels
+        ],
+        index=[model.slot_digest(e.slot) for e in results.entries] if with_index else [],
     )
 
 
-def _entry_to_pb(entry: model.Entry) -> pb.Entry:
+def _entry_to_pb(entry: model.Entry, kernel: int, configs: dict[model.Config, int]) -> pb.Entry:
     return pb.Entry(
-        kernel=pb.KernelIdentity(
-            name=entry.kernel.name,
-            source_hash=entry.kernel.source_hash,
-            param_names=list(entry.kernel.param_names),
-        ),
+        kernel=kernel,
         key=[scalar_to_pb(v) for v in entry.key],
-        best=config_to_pb(entry.best),
-        timings=[pb.Timing(config=config_to_pb(t.config), time_ms=t.time_ms) for t in entry.timings],
-        rejected=[pb.Rejection(config=config_to_pb(r.config), reason=r.reason) for r in entry.rejected],
+        best=configs[entry.best],
+        timings=[pb.Timing(config=configs[t.config], time_ms=t.time_ms) for t in entry.timings],
+        rejected=[pb.Rejection(config=configs[r.config], reason=r.reason) for r in entry.rejected],
         found_by=_FOUND_BY[entry.found_by],
         configs_benchmarked=entry.configs_benchmarked,
         artifacts=[
@@ -109,7 +121,7 @@ def _entry_to_pb(entry: model.Entry) -> pb.Entry:
                 files=[
                     pb.ArtifactFile(name=f.name, sha256=f.sha256, size_bytes=f.size_bytes) for f in a.files
                 ],
-                config=config_to_pb(a.config),
+                config=configs[a.config],
             )
             for a in entry.artifacts
         ],
@@ -156,27 +168,59 @@ def _time_from_pb(value: float, field: str) -> float:
     return value
 
 
-def _entry_from_pb(msg: pb.Entry, field: str) -> model.Entry:
-    _require(bool(msg.kernel.name), f"{field}.kernel.name", "a kernel name")
-    _require(bool(_HEX64.match(msg.kernel.source_hash)), f"{field}.kernel.source_hash", "64 hex digits")
-    _require(msg.HasField("best"), f"{field}.best", "a config")
-    artifacts = tuple(_artifact_from_pb(a, f"{field}.artifacts[{i}]") for i, a in enumerate(msg.artifacts))
+def kernels_from_pb(msg: pb.Results) -> tuple[model.KernelIdentity, ...]:
+    kernels = []
+    for i, k in enumerate(msg.kernels):
+        _require(bool(k.name), f"kernels[{i}].name", "a kernel name")
+        _require(bool(_HEX64.match(k.source_hash)), f"kernels[{i}].source_hash", "64 hex digits")
+        kernels.append(model.KernelIdentity(k.name, k.source_hash, tuple(k.param_names)))
+    return tuple(kernels)
+
+
+def configs_from_pb(msg: pb.Results) -> tuple[model.Config, ...]:
+    return tuple(config_from_pb(c, f"configs[{i}]") for i, c in enumerate(msg.configs))
+
+
+@dataclass(frozen=True)
+class Tables:
+    """What entries refer to by index: kernels and configs, each stored once per file."""
+
+    kernels: tuple[model.KernelIdentity, ...]
+    configs: tuple[model.Config, ...]
+
+    def kernel(self, index: int, field: str) -> model.KernelIdentity:
+        _require(index < len(self.kernels), field, f"an index into the {len(self.kernels)} kernels")
+        return self.kernels[index]
+
+    def config(self, index: int, field: str) -> model.Config:
+        _require(index < len(self.configs), field, f"an index into the {len(self.configs)} configs")
+        return self.configs[index]
+
+
+def tables_from_pb(msg: pb.Results) -> Tables:
+    return Tables(kernels_from_pb(msg), configs_from_pb(msg))
+
+
+def entry_from_pb(msg: pb.Entry, tables: Tables, field: str) -> model.Entry:
+    artifacts = tuple(
+        _artifact_from_pb(a, tables, f"{field}.artifacts[{i}]") for i, a in enumerate(msg.artifacts)
+    )
     found_by = {v: k for k, v in _FOUND_BY.items()}.get(msg.found_by)
     _require(found_by is not None, f"{field}.found_by", "exhaustive, seeded, captured or online")
     assert found_by is not None
     return model.Entry(
-        kernel=model.KernelIdentity(msg.kernel.name, msg.kernel.source_hash, tuple(msg.kernel.param_names)),
+        kernel=tables.kernel(msg.kernel, f"{field}.kernel"),
         key=tuple(scalar_from_pb(v, f"{field}.key[{i}]") for i, v in enumerate(msg.key)),
-        best=config_from_pb(msg.best, f"{field}.best"),
+        best=tables.config(msg.best, f"{field}.best"),
         timings=tuple(
             model.Timing(
-                config_from_pb(t.config, f"{field}.timings[{i}].config"),
+                tables.config(t.config, f"{field}.timings[{i}].config"),
                 _time_from_pb(t.time_ms, f"{field}.timings[{i}].time_ms"),
             )
             for i, t in enumerate(msg.timings)
         ),
         rejected=tuple(
-            model.Rejection(config_from_pb(r.config, f"{field}.rejected[{i}].config"), r.reason)
+            model.Rejection(tables.config(r.config, f"{field}.rejected[{i}].config"), r.reason)
             for i, r in enumerate(msg.rejected)
         ),
         found_by=found_by,
@@ -185,10 +229,9 @@ def _entry_from_pb(msg: pb.Entry, field: str) -> model.Entry:
     )
 
 
-def _artifact_from_pb(msg: pb.Artifact, field: str) -> model.Artifact:
+def _artifact_from_pb(msg: pb.Artifact, tables: Tables, field: str) -> model.Artifact:
     _require(bool(_HEX64.match(msg.cache_key)), f"{field}.cache_key", "64 hex digits")
     _require(bool(_GPU_TARGET.match(msg.gpu_target)), f"{field}.gpu_target", "backend:arch:warp_size")
-    _require(msg.HasField("config"), f"{field}.config", "a config")
     files = []
     for i, f in enumerate(msg.files):
         # a plain file name: nothing from a bundle may name a path outside the directory it is put in
@@ -196,7 +239,7 @@ def _artifact_from_pb(msg: pb.Artifact, field: str) -> model.Artifact:
         _require(bool(_HEX64.match(f.sha256)), f"{field}.files[{i}].sha256", "64 hex digits")
         files.append(model.ArtifactFile(f.name, f.sha256, f.size_bytes))
     return model.Artifact(
-        msg.cache_key, msg.gpu_target, tuple(files), config_from_pb(msg.config, f"{field}.config")
+        msg.cache_key, msg.gpu_target, tuple(files), tables.config(msg.config, f"{field}.config")
     )
 
 
@@ -210,6 +253,16 @@ def check_schema_version(version: int) -> None:
 
 
 def results_from_pb(msg: pb.Results) -> model.Results:
+    header = header_from_pb(msg)
+    tables = tables_from_pb(msg)
+    entries = tuple(entry_from_pb(e, tables, f"entries[{i}]") for i, e in enumerate(msg.entries))
+    for sha in msg.blobs:
+        _require(bool(_HEX64.match(sha)), "blobs", "keys of 64 hex digits")
+    # blob contents are checked against their sha256 where they are used (registry.artifact_cache)
+    return model.Results(header, entries, dict(msg.blobs))
+
+
+def header_from_pb(msg: pb.Results) -> model.Header:
     _require(msg.format == FORMAT_NAME, "format", f'"{FORMAT_NAME}" (is this a tuned-kernels results file?)')
     _require(msg.HasField("header"), "header", "a header")
     h = msg.header
@@ -220,7 +273,7 @@ def results_from_pb(msg: pb.Results) -> model.Results:
     producer = {v: k for k, v in _PRODUCERS.items()}.get(h.producer)
     _require(producer is not None, "header.producer", "tune, capture or merge")
     assert producer is not None
-    header = model.Header(
+    return model.Header(
         target=model.Target(
             vendor=h.target.vendor,  # type: ignore[arg-type]
             arch=h.target.arch,
@@ -242,8 +295,3 @@ def results_from_pb(msg: pb.Results) -> model.Results:
         created_at=h.created_at,
         schema_version=h.schema_version,
     )
-    entries = tuple(_entry_from_pb(e, f"entries[{i}]") for i, e in enumerate(msg.entries))
-    for sha in msg.blobs:
-        _require(bool(_HEX64.match(sha)), "blobs", "keys of 64 hex digits")
-    # blob contents are checked against their sha256 where they are used (registry.artifact_cache)
-    return model.Results(header, entries, dict(msg.blobs))

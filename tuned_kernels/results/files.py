@@ -20,6 +20,7 @@ from tuned_kernels.errors import ResultsFormatError
 from tuned_kernels.results import codec
 from tuned_kernels.results import results_pb2 as pb
 from tuned_kernels.results.formats import format_for
+from tuned_kernels.results.view import ResultsView
 
 MAX_DECODED_BYTES = 1 << 30  # 1 GiB: far above any real bundle, far below a zip bomb
 
@@ -27,7 +28,7 @@ MAX_DECODED_BYTES = 1 << 30  # 1 GiB: far above any real bundle, far below a zip
 def encode_results(results: model.Results, path: str) -> bytes:
     """The bytes of `results` in the format `path`'s extension selects."""
     fmt = format_for(path)
-    msg = codec.results_to_pb(results)
+    msg = codec.results_to_pb(results, with_index=not fmt.text)
     if fmt.text:
         raw: bytes = text_format.MessageToString(msg).encode("utf-8")
     else:
@@ -47,19 +48,24 @@ def encode_results(results: model.Results, path: str) -> bytes:
 
 def decode_results(raw: bytes, path: str, max_bytes: int = MAX_DECODED_BYTES) -> model.Results:
     """Parses bytes read from `path`; raises ResultsFormatError naming `path` and the cause."""
+    return ResultsView(_decode_message(raw, path, max_bytes), path).results()
+
+
+def _decode_message(raw: bytes, path: str, max_bytes: int) -> pb.Results:
     fmt = format_for(path)
     if not raw:
         raise ResultsFormatError(path, "empty file")
     if fmt.compressed:
         raw = _bounded_decompress(raw, path, max_bytes)
-    try:
-        msg = _parse_text(raw, path) if fmt.text else _parse_binary(raw, path)
-        return codec.results_from_pb(msg)
-    except ValueError as exc:
-        raise ResultsFormatError(path, str(exc)) from None
+    return _parse_text(raw, path) if fmt.text else _parse_binary(raw, path)
 
 
 def read_results(path: str | os.PathLike[str], max_bytes: int = MAX_DECODED_BYTES) -> model.Results:
+    return open_results(path, max_bytes).results()
+
+
+def open_results(path: str | os.PathLike[str], max_bytes: int = MAX_DECODED_BYTES) -> ResultsView:
+    """The file opened for look-ups: header checked now, entries decoded (and validated) when asked for."""
     name = os.fspath(path)
     format_for(name)  # an unknown extension fails before any I/O
     try:
@@ -69,7 +75,7 @@ def read_results(path: str | os.PathLike[str], max_bytes: int = MAX_DECODED_BYTE
         raise ResultsFormatError(name, exc.strerror or str(exc)) from None
     if len(raw) > max_bytes:
         raise ResultsFormatError(name, f"larger than the {max_bytes}-byte limit")
-    return decode_results(raw, name, max_bytes)
+    return ResultsView(_decode_message(raw, name, max_bytes), name)
 
 
 def write_results(path: str | os.PathLike[str], results: model.Results) -> None:

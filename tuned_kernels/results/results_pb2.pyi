@@ -136,17 +136,17 @@ class Timing(_message.Message):
     __slots__ = ("config", "time_ms")
     CONFIG_FIELD_NUMBER: _ClassVar[int]
     TIME_MS_FIELD_NUMBER: _ClassVar[int]
-    config: Config
+    config: int
     time_ms: float
-    def __init__(self, config: _Optional[_Union[Config, _Mapping]] = ..., time_ms: _Optional[float] = ...) -> None: ...
+    def __init__(self, config: _Optional[int] = ..., time_ms: _Optional[float] = ...) -> None: ...
 
 class Rejection(_message.Message):
     __slots__ = ("config", "reason")
     CONFIG_FIELD_NUMBER: _ClassVar[int]
     REASON_FIELD_NUMBER: _ClassVar[int]
-    config: Config
+    config: int
     reason: str
-    def __init__(self, config: _Optional[_Union[Config, _Mapping]] = ..., reason: _Optional[str] = ...) -> None: ...
+    def __init__(self, config: _Optional[int] = ..., reason: _Optional[str] = ...) -> None: ...
 
 class ArtifactFile(_message.Message):
     __slots__ = ("name", "sha256", "size_bytes")
@@ -167,8 +167,8 @@ class Artifact(_message.Message):
     cache_key: str
     gpu_target: str
     files: _containers.RepeatedCompositeFieldContainer[ArtifactFile]
-    config: Config
-    def __init__(self, cache_key: _Optional[str] = ..., gpu_target: _Optional[str] = ..., files: _Optional[_Iterable[_Union[ArtifactFile, _Mapping]]] = ..., config: _Optional[_Union[Config, _Mapping]] = ...) -> None: ...
+    config: int
+    def __init__(self, cache_key: _Optional[str] = ..., gpu_target: _Optional[str] = ..., files: _Optional[_Iterable[_Union[ArtifactFile, _Mapping]]] = ..., config: _Optional[int] = ...) -> None: ...
 
 class Entry(_message.Message):
     __slots__ = ("kernel", "key", "best", "timings", "rejected", "found_by", "configs_benchmarked", "artifacts")
@@ -180,18 +180,18 @@ class Entry(_message.Message):
     FOUND_BY_FIELD_NUMBER: _ClassVar[int]
     CONFIGS_BENCHMARKED_FIELD_NUMBER: _ClassVar[int]
     ARTIFACTS_FIELD_NUMBER: _ClassVar[int]
-    kernel: KernelIdentity
+    kernel: int
     key: _containers.RepeatedCompositeFieldContainer[Scalar]
-    best: Config
+    best: int
     timings: _containers.RepeatedCompositeFieldContainer[Timing]
     rejected: _containers.RepeatedCompositeFieldContainer[Rejection]
     found_by: FoundBy
     configs_benchmarked: int
     artifacts: _containers.RepeatedCompositeFieldContainer[Artifact]
-    def __init__(self, kernel: _Optional[_Union[KernelIdentity, _Mapping]] = ..., key: _Optional[_Iterable[_Union[Scalar, _Mapping]]] = ..., best: _Optional[_Union[Config, _Mapping]] = ..., timings: _Optional[_Iterable[_Union[Timing, _Mapping]]] = ..., rejected: _Optional[_Iterable[_Union[Rejection, _Mapping]]] = ..., found_by: _Optional[_Union[FoundBy, str]] = ..., configs_benchmarked: _Optional[int] = ..., artifacts: _Optional[_Iterable[_Union[Artifact, _Mapping]]] = ...) -> None: ...
+    def __init__(self, kernel: _Optional[int] = ..., key: _Optional[_Iterable[_Union[Scalar, _Mapping]]] = ..., best: _Optional[int] = ..., timings: _Optional[_Iterable[_Union[Timing, _Mapping]]] = ..., rejected: _Optional[_Iterable[_Union[Rejection, _Mapping]]] = ..., found_by: _Optional[_Union[FoundBy, str]] = ..., configs_benchmarked: _Optional[int] = ..., artifacts: _Optional[_Iterable[_Union[Artifact, _Mapping]]] = ...) -> None: ...
 
 class Results(_message.Message):
-    __slots__ = ("format", "header", "entries", "blobs")
+    __slots__ = ("format", "header", "entries", "blobs", "kernels", "configs", "index")
     class BlobsEntry(_message.Message):
         __slots__ = ("key", "value")
         KEY_FIELD_NUMBER: _ClassVar[int]
@@ -203,11 +203,17 @@ class Results(_message.Message):
     HEADER_FIELD_NUMBER: _ClassVar[int]
     ENTRIES_FIELD_NUMBER: _ClassVar[int]
     BLOBS_FIELD_NUMBER: _ClassVar[int]
+    KERNELS_FIELD_NUMBER: _ClassVar[int]
+    CONFIGS_FIELD_NUMBER: _ClassVar[int]
+    INDEX_FIELD_NUMBER: _ClassVar[int]
     format: str
     header: Header
     entries: _containers.RepeatedCompositeFieldContainer[Entry]
     blobs: _containers.ScalarMap[str, bytes]
-    def __init__(self, format: _Optional[str] = ..., header: _Optional[_Union[Header, _Mapping]] = ..., entries: _Optional[_Iterable[_Union[Entry, _Mapping]]] = ..., blobs: _Optional[_Mapping[str, bytes]] = ...) -> None: ...
+    kernels: _containers.RepeatedCompositeFieldContainer[KernelIdentity]
+    configs: _containers.RepeatedCompositeFieldContainer[Config]
+    index: _containers.RepeatedScalarFieldContainer[bytes]
+    def __init__(self, format: _Optional[str] = ..., header: _Optional[_Union[Header, _Mapping]] = ..., entries: _Optional[_Iterable[_Union[Entry, _Mapping]]] = ..., blobs: _Optional[_Mapping[str, bytes]] = ..., kernels: _Optional[_Iterable[_Union[KernelIdentity, _Mapping]]] = ..., configs: _Optional[_Iterable[_Union[Config, _Mapping]]] = ..., index: _Optional[_Iterable[bytes]] = ...) -> None: ...
 
 class ResultsEnvelope(_message.Message):
     __slots__ = ("format", "schema_version", "payload", "sha256")

@@ -1,0 +1,253 @@
+"""The benchmark workload, and the programs benchmarks/run.py starts as fresh processes.
+
+The workload is a slice of the built-in corpus's `full` keys that fits one 10-minute GPU call with every
+mode measured: fp16 matmul (decode and prefill M on two Llama-3 8B projections), the fused matmul + bias +
+SiLU, and row softmax. Shape sets: `cold` (the workload), `bf16` (matmul keys for the cuBLAS comparison).
+
+    python workload.py first-result      # runs the workload once, prints RESULT {json}
+    python workload.py hot-path          # per-launch time of a tiny autotuned kernel
+    python workload.py quality R...      # re-measures every config of each key in R now
+    python workload.py bundle-load N     # load + first look-up of run.py's synthetic N-entry bundle
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import os
+import statistics
+import sys
+import time
+from typing import Any
+
+import triton
+import triton.language as tl
+from tuned_kernels.aot.corpus import Case
+from tuned_kernels.aot.kernels.builtin import CORPUS as BUILTIN
+
+_FAMILIES = {f.name: f for f in BUILTIN}
+_FP16 = [(m, n, 4096) for n in (4096, 14336) for m in (16, 4096)]
+_BF16 = [(4096, n, 4096) for n in (4096, 14336)]
+_FUSED = [(m, 14336, 4096) for m in (16, 4096)]
+_SOFTMAX = [(4096, n) for n in (4096, 14336)]
+
+
+def _matmul(shapes: list[tuple[int, int, int]], dtype: str, **extra: str) -> list[Case]:
+    return [Case.of(M=m, N=n, K=k, dtype=dtype, **extra) for m, n, k in shapes]
+
+
+CORPUS = (
+    dataclasses.replace(
+        _FAMILIES["matmul"], shapes={"cold": _matmul(_FP16, "float16"), "bf16": _matmul(_BF16, "bfloat16")}
+    ),
+    dataclasses.replace(
+        _FAMILIES["matmul_bias_act"], shapes={"cold": _matmul(_FUSED, "float16", act="silu")}
+    ),
+    dataclasses.replace(
+        _FAMILIES["softmax"], shapes={"cold": [Case.of(rows=r, N=n, dtype="float16") for r, n in _SOFTMAX]}
+    ),
+)
+
+
+def _counting_triton() -> dict[str, float]:
+    """Counts compilations (Triton's compilation listener) and configs benchmarked by Triton's autotuner."""
+    from triton import knobs
+    from triton.runtime.autotuner import Autotuner
+
+    counts = {"compiled": 0, "compile_cache_hits": 0, "autotune_benchmarks": 0, "autotune_seconds": 0.0}
+
+    def listener(*, cache_hit: bool, **_: Any) -> None:
+        counts["compile_cache_hits" if cache_hit else "compiled"] += 1
+
+    knobs.compilation.listener = listener
+    bench = Autotuner._bench
+
+    def counted(self: Any, *args: Any, **kwargs: Any) -> Any:
+        t0 = time.perf_counter()
+        try:
+            return bench(self, *args, **kwargs)
+        finally:
+            counts["autotune_benchmarks"] += 1
+            counts["autotune_seconds"] += time.perf_counter() - t0
+
+    Autotuner._bench = counted
+    return counts
+
+
+def first_result() -> dict[str, Any]:
+    import torch
+
+    counts = _counting_triton()
+    import tuned_kernels
+
+    if os.environ.get("TUNED_KERNELS"):
+        tuned_kernels.enable()  # what tuned_kernels.pth does from site-packages (not from PYTHONPATH)
+    gen = torch.Generator().manual_seed(0)
+    runs = []
+    t0 = time.perf_counter()
+    for family in CORPUS:
+        for case in family.cases("cold"):
+            inputs = family.make_inputs(case, "cuda", gen)
+            runs.append((family, inputs, family.run(inputs)))
+    torch.cuda.synchronize()
+    seconds = time.perf_counter() - t0
+    from tuned_kernels.aot.tuner import mismatch
+
+    wrong = [f.name for f, i, out in runs if mismatch(out, f.reference(i), f.tolerance)]
+    stats = tuned_kernels.stats() if os.environ.get("TUNED_KERNELS") else {}
+    return {
+        **counts,
+        "workload_seconds": seconds,
+        "keys": len(runs),
+        "wrong": wrong,
+        "hits": stats.get("hits"),
+        "misses": stats.get("misses"),
+        "configs_benchmarked": stats.get("configs_benchmarked"),
+        "compiled_kernels": stats.get("compiled_kernels"),
+    }
+
+
+@triton.autotune(
+    configs=[triton.Config({"BLOCK": b}, num_warps=w) for b in (256, 1024) for w in (1, 4)], key=["n"]
+)
+@triton.jit
+def _add_one(x_ptr, n, BLOCK: tl.constexpr):  # type: ignore[no-untyped-def]
+    offs = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
+    tl.store(x_ptr + offs, tl.load(x_ptr + offs, mask=offs < n) + 1, mask=offs < n)
+
+
+def hot_path(launches: int = 20000, blocks: int = 7) -> dict[str, Any]:
+    import torch
+
+    import tuned_kernels
+
+    if os.environ.get("TUNED_KERNELS"):
+        tuned_kernels.enable()
+    x = torch.zeros(4096, device="cuda")
+
+    def launch() -> None:
+        _add_one[lambda meta: (triton.cdiv(4096, meta["BLOCK"]),)](x, 4096)
+
+    launch()
+    torch.cuda.synchronize()
+    per_launch = []
+    for _ in range(blocks):
+        t0 = time.perf_counter()
+        for _ in range(launches):
+            launch()
+        torch.cuda.synchronize()
+        per_launch.append((time.perf_counter() - t0) / launches * 1e6)
+    return {"us_per_launch": statistics.median(per_launch), "samples_us": per_launch}
+
+
+def quality(paths: list[str]) -> dict[str, Any]:
+    """Every config of each key re-measured in this one process: the shipped winner vs the best now, and
+    matmul vs torch.matmul (cuBLAS)."""
+    import torch
+    from tuned_kernels.aot.benchmark import DeviceBenchmarker
+    from tuned_kernels.registry.hook import disabled
+
+    from tuned_kernels.results import read_results
+
+    bench = DeviceBenchmarker(warmup_ms=10, rep_ms=50)
+    winners: dict[str, dict[Any, Any]] = {}
+    for path in paths:
+        winners[path] = {e.key: e.best for e in read_results(path).entries}
+    rows = []
+    gen = torch.Generator().manual_seed(1)
+    with disabled():
+        for family in CORPUS:
+            for shape_set in ("cold", "bf16"):
+                for case in family.shapes.get(shape_set, ()):
+                    inputs = family.make_inputs(case, "cuda", gen)
+                    key, times = _every_config(family, inputs, bench)
+                    best_now = min(times.values())
+                    row = {"family": family.name, "case": case.id, "best_now_ms": best_now}
+                    for path, chosen in winners.items():
+                        if key in chosen and chosen[key] in times:
+                            row[os.path.basename(path)] = best_now / times[chosen[key]]
+                    if family.name == "matmul":
+                        a, b = inputs["a"], inputs["b"]
+                        cublas = bench(lambda a=a, b=b: torch.matmul(a, b))
+                        row["cublas_ms"] = cublas
+                        row["vs_cublas"] = cublas / times[chosen_or_best(winners, key, times)]
+                    rows.append(row)
+    return {"rows": rows}
+
+
+def _every_config(family: Any, inputs: Any, bench: Any) -> tuple[Any, dict[Any, float]]:
+    from tuned_kernels.aot.launch import config_space, forced_config, probe_key
+
+    from tuned_kernels.triton_autotuner import config_from_triton
+
+    def run() -> Any:
+        return family.run(inputs)
+
+    key, named = probe_key(family.kernel, run)
+    times = {}
+    for config in config_space(family.kernel, named):
+        with forced_config(family.kernel, config):
+            try:
+                times[config_from_triton(config)] = bench(run)
+            except Exception:  # out of resources: not a candidate
+                continue
+    return key, times
+
+
+def chosen_or_best(winners: dict[str, dict[Any, Any]], key: Any, times: dict[Any, float]) -> Any:
+    """The first results file's winner for `key` if it was measured, else the fastest config now."""
+    for chosen in winners.values():
+        if chosen.get(key) in times:
+            return chosen[key]
+    return min(times, key=lambda c: times[c])
+
+
+SYNTHETIC = ("bench.synthetic_kernel", "5" * 64)  # the kernel of run.py's synthetic bundle
+
+
+def synthetic_key(i: int) -> tuple[Any, ...]:
+    return (i, 4096, "torch.float16")
+
+
+def bundle_load(entries: int) -> dict[str, Any]:
+    """Load + first look-up through the registry, as the first autotuned launch of a process does it
+    (the bundle is found through TUNED_KERNELS_PATH). torch and Triton are imported first, as in any
+    program that launches Triton kernels; detecting the GPU and compiler is timed apart, since Triton
+    computes the same compiler key (cached) for its first compile anyway."""
+    import torch  # noqa: F401
+    import triton  # noqa: F401
+    from tuned_kernels.hardware import compiler_fingerprint, detect
+    from tuned_kernels.registry.runtime import REGISTRY
+
+    from tuned_kernels import model
+
+    t0 = time.perf_counter()
+    compiler_fingerprint(detect())
+    t1 = time.perf_counter()
+    decision = REGISTRY.decide(model.KernelIdentity(*SYNTHETIC), synthetic_key(entries - 1))
+    t2 = time.perf_counter()
+    return {
+        "detect_ms": (t1 - t0) * 1e3,
+        "load_and_first_lookup_ms": (t2 - t1) * 1e3,
+        "decision": decision.kind,
+        "entries": REGISTRY.summary()["entries"],
+    }
+
+
+def main() -> None:
+    mode, args = sys.argv[1], sys.argv[2:]
+    if mode == "first-result":
+        out = first_result()
+    elif mode == "hot-path":
+        out = hot_path()
+    elif mode == "quality":
+        out = quality(args)
+    elif mode == "bundle-load":
+        out = bundle_load(int(args[0]))
+    else:
+        raise SystemExit(f"unknown mode {mode}")
+    print("RESULT " + json.dumps(out))
+
+
+if __name__ == "__main__":
+    main()

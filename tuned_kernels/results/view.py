@@ -1,0 +1,64 @@
+"""A results file opened for look-ups: the header and kernel table are decoded (and validated) at once,
+entries one at a time when asked for, so opening a bundle of any size costs a parse, not a conversion.
+
+Binary files carry an index of slot digests (see results.proto); text files are indexed on first use.
+"""
+
+from __future__ import annotations
+
+from tuned_kernels import model
+from tuned_kernels.errors import ResultsFormatError
+from tuned_kernels.results import codec
+from tuned_kernels.results import results_pb2 as pb
+
+
+class ResultsView:
+    def __init__(self, msg: pb.Results, path: str) -> None:
+        self.path = path
+        self._msg = msg
+        try:
+            self.header = codec.header_from_pb(msg)
+            self._tables = codec.tables_from_pb(msg)
+        except ValueError as exc:
+            raise ResultsFormatError(path, str(exc)) from None
+        self._slots: dict[bytes, int] | None = None
+
+    def __len__(self) -> int:
+        return len(self._msg.entries)
+
+    @property
+    def has_blobs(self) -> bool:
+        return len(self._msg.blobs) > 0
+
+    def lookup(self, slot: model.EntrySlot) -> model.Entry | None:
+        """The entry for `slot`, or None; a digest that collides (or lies) is checked against the entry."""
+        i = self._index().get(model.slot_digest(slot))
+        if i is None:
+            return None
+        entry = self._entry(i)
+        return entry if entry.slot == slot else None
+
+    def entries_named(self, kernel_name: str) -> list[model.Entry]:
+        """Every entry for kernels of this name, any source hash (for nearest keys and stale seeds)."""
+        refs = {i for i, k in enumerate(self._tables.kernels) if k.name == kernel_name}
+        return [self._entry(i) for i, e in enumerate(self._msg.entries) if e.kernel in refs]
+
+    def results(self) -> model.Results:
+        try:
+            return codec.results_from_pb(self._msg)
+        except ValueError as exc:
+            raise ResultsFormatError(self.path, str(exc)) from None
+
+    def _index(self) -> dict[bytes, int]:
+        if self._slots is None:
+            digests = list(self._msg.index)
+            if len(digests) != len(self._msg.entries):  # a text file, or one written without an index
+                digests = [model.slot_digest(self._entry(i).slot) for i in range(len(self._msg.entries))]
+            self._slots = dict(zip(digests, range(len(digests)), strict=True))
+        return self._slots
+
+    def _entry(self, i: int) -> model.Entry:
+        try:
+            return codec.entry_from_pb(self._msg.entries[i], self._tables, f"entries[{i}]")
+        except ValueError as exc:
+            raise ResultsFormatError(self.path, str(exc)) from None
