@@ -278,7 +278,7 @@ def table(r: dict[str, Any]) -> str:
             shipped >= 0.99,
         )
         for dtype in ("float16", "bfloat16"):
-            vs = [x["vs_cublas"] for x in q if "vs_cublas" in x and dtype in x["case"]]
+            vs = [x["vs_cublas"] for x in q if "vs_cublas" in x and f"dtype={dtype}" in x["case"]]
             if vs:
                 row(
                     "P3",

@@ -42,14 +42,19 @@ def test_tuned_bundle_serves_hits_without_benchmarking(tmp_path: Path) -> None:
     )
     program = (
         "import os, torch, tuned_kernels; tuned_kernels.enable()\n"
+        "from triton import knobs\n"
+        "compiled = []\n"
+        "knobs.compilation.listener = lambda *, cache_hit, **_: compiled.append(cache_hit)\n"
         "from tuned_kernels import ops\n"
         "a = torch.randn(16, 4096, device='cuda', dtype=torch.float16)\n"
         "b = torch.randn(4096, 4096, device='cuda', dtype=torch.float16)\n"
         "c = ops.matmul(a, b); torch.cuda.synchronize()\n"
         "ref = a.float() @ b.float(); assert ((c.float() - ref).abs().max() / ref.abs().max()) < 1e-2\n"
-        "s = tuned_kernels.stats(); print(s['hits'], s['misses'], s['configs_benchmarked'])\n"
+        "s = tuned_kernels.stats(); print(s['hits'], s['misses'], s['configs_benchmarked'],\n"
+        "    s['compiled_kernels']['served'], compiled.count(False))\n"
     )
     env = {
+        "TRITON_CACHE_DIR": str(tmp_path / "empty-triton-cache"),
         "TUNED_KERNELS_PATH": str(results),
         "TUNED_KERNELS_CACHE_DIR": str(tmp_path / "overlay"),
         "PATH": "/usr/bin:/bin",
@@ -58,4 +63,62 @@ def test_tuned_bundle_serves_hits_without_benchmarking(tmp_path: Path) -> None:
     out = subprocess.run(
         [sys.executable, "-c", program], env=env, capture_output=True, text=True, cwd=tmp_path
     )
-    assert out.returncode == 0 and out.stdout.split() == ["1", "0", "0"], out.stdout + out.stderr
+    # 1 hit, 0 misses, 0 configs benchmarked, 1 compiled kernel served from the bundle, 0 compilations
+    assert out.returncode == 0 and out.stdout.split() == ["1", "0", "0", "1", "0"], out.stdout + out.stderr
+
+
+def test_kernels_compiled_without_the_gpu_are_what_the_launches_ask_for(tmp_path: Path) -> None:
+    """`compile` on a machine that sees no GPU; then every quick case of the built-in corpus launches on
+    the GPU with an empty Triton cache: nothing is compiled, every output matches its reference."""
+    import os
+
+    no_gpu = {**os.environ, "CUDA_VISIBLE_DEVICES": "", "TRITON_CACHE_DIR": str(tmp_path / "compile-cache")}
+    untuned, compiled = tmp_path / "untuned.pb", tmp_path / "compiled.pb.zst"
+    subprocess.run(
+        [sys.executable, str(ROOT / "tests/corpora/untuned_results.py"), "sm90", str(untuned)],
+        env=no_gpu,
+        check=True,
+    )
+    subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "tuned_kernels",
+            "compile",
+            str(untuned),
+            "--target",
+            "sm90",
+            "-o",
+            str(compiled),
+        ],
+        env=no_gpu,
+        check=True,
+    )
+    program = (
+        "import torch, tuned_kernels; tuned_kernels.enable()\n"
+        "from triton import knobs\n"
+        "compiled = []\n"
+        "knobs.compilation.listener = lambda *, cache_hit, **_: compiled.append(cache_hit)\n"
+        "from tuned_kernels.aot.kernels.builtin import CORPUS\n"
+        "from tuned_kernels.aot.tuner import mismatch\n"
+        "wrong = []\n"
+        "for f in CORPUS:\n"
+        "    for case in f.cases('quick'):\n"
+        "        i = f.make_inputs(case, 'cuda', torch.Generator().manual_seed(0))\n"
+        "        if mismatch(f.run(i), f.reference(i), f.tolerance): wrong.append(case.id)\n"
+        "s = tuned_kernels.stats()\n"
+        "print(s['hits'], s['misses'], compiled.count(False), s['compiled_kernels']['served'], wrong)\n"
+    )
+    env = {
+        **os.environ,
+        "TRITON_CACHE_DIR": str(tmp_path / "empty"),
+        "TUNED_KERNELS_PATH": str(compiled),
+        "TUNED_KERNELS_CACHE_DIR": str(tmp_path / "overlay"),
+    }
+    out = subprocess.run(
+        [sys.executable, "-c", program], env=env, capture_output=True, text=True, cwd=tmp_path
+    )
+    assert out.returncode == 0, out.stderr
+    hits, misses, compilations, served, wrong = out.stdout.strip().split(" ", 4)
+    assert (hits, misses, compilations, wrong) == ("11", "0", "0", "[]"), out.stdout + out.stderr
+    assert int(served) >= 1, out.stdout
