@@ -120,7 +120,7 @@ class Bench:
 
     def hot(self, repeats: int) -> None:
         runs: dict[str, list[float]] = {"off": [], "on": []}
-        for _ in range(repeats):  # alternating, so drift affects both alike
+        for _ in range(repeats + 2):  # alternating, so drift affects both alike
             runs["off"].append(self.child("hot-path", [], self.env())["us_per_launch"])
             runs["on"].append(self.child("hot-path", [], self.env(TUNED_KERNELS="1"))["us_per_launch"])
         self.report["hot"] = runs

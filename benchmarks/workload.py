@@ -107,11 +107,12 @@ def first_result() -> dict[str, Any]:
     }
 
 
+# Four configs that compile to the same kernel (COPY is unused), so whichever wins, both modes launch alike.
 @triton.autotune(
-    configs=[triton.Config({"BLOCK": b}, num_warps=w) for b in (256, 1024) for w in (1, 4)], key=["n"]
+    configs=[triton.Config({"BLOCK": 1024, "COPY": c}, num_warps=4) for c in range(4)], key=["n"]
 )
 @triton.jit
-def _add_one(x_ptr, n, BLOCK: tl.constexpr):  # type: ignore[no-untyped-def]
+def _add_one(x_ptr, n, BLOCK: tl.constexpr, COPY: tl.constexpr):  # type: ignore[no-untyped-def]
     offs = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
     tl.store(x_ptr + offs, tl.load(x_ptr + offs, mask=offs < n) + 1, mask=offs < n)
 
@@ -131,13 +132,13 @@ def hot_path(launches: int = 20000, blocks: int = 7) -> dict[str, Any]:
     launch()
     torch.cuda.synchronize()
     per_launch = []
-    for _ in range(blocks):
+    for _ in range(blocks + 1):  # the first block warms up (allocator, caches) and is dropped
         t0 = time.perf_counter()
         for _ in range(launches):
             launch()
         torch.cuda.synchronize()
         per_launch.append((time.perf_counter() - t0) / launches * 1e6)
-    return {"us_per_launch": statistics.median(per_launch), "samples_us": per_launch}
+    return {"us_per_launch": statistics.median(per_launch[1:]), "samples_us": per_launch}
 
 
 def quality(paths: list[str]) -> dict[str, Any]:

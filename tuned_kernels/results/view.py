@@ -11,6 +11,8 @@ from tuned_kernels.errors import ResultsFormatError
 from tuned_kernels.results import codec
 from tuned_kernels.results import results_pb2 as pb
 
+SCANS_BEFORE_DICT = 4
+
 
 class ResultsView:
     def __init__(self, msg: pb.Results, path: str) -> None:
@@ -21,7 +23,9 @@ class ResultsView:
             self._tables = codec.tables_from_pb(msg)
         except ValueError as exc:
             raise ResultsFormatError(path, str(exc)) from None
+        self._digests: list[bytes] | None = None
         self._slots: dict[bytes, int] | None = None
+        self._scans = 0
 
     def __len__(self) -> int:
         return len(self._msg.entries)
@@ -32,7 +36,7 @@ class ResultsView:
 
     def lookup(self, slot: model.EntrySlot) -> model.Entry | None:
         """The entry for `slot`, or None; a digest that collides (or lies) is checked against the entry."""
-        i = self._index().get(model.slot_digest(slot))
+        i = self._position(model.slot_digest(slot))
         if i is None:
             return None
         entry = self._entry(i)
@@ -49,13 +53,28 @@ class ResultsView:
         except ValueError as exc:
             raise ResultsFormatError(self.path, str(exc)) from None
 
-    def _index(self) -> dict[bytes, int]:
-        if self._slots is None:
+    def _position(self, digest: bytes) -> int | None:
+        """Where the entry with this slot digest is: the first few look-ups scan the digest list (C speed,
+        a few ms for 100k entries), later ones use a dict built once (which costs more than a scan)."""
+        if self._slots is not None:
+            return self._slots.get(digest)
+        digests = self._digest_list()
+        self._scans += 1
+        if self._scans > SCANS_BEFORE_DICT:
+            self._slots = dict(zip(digests, range(len(digests)), strict=True))
+            return self._slots.get(digest)
+        try:
+            return digests.index(digest)
+        except ValueError:
+            return None
+
+    def _digest_list(self) -> list[bytes]:
+        if self._digests is None:
             digests = list(self._msg.index)
             if len(digests) != len(self._msg.entries):  # a text file, or one written without an index
                 digests = [model.slot_digest(self._entry(i).slot) for i in range(len(self._msg.entries))]
-            self._slots = dict(zip(digests, range(len(digests)), strict=True))
-        return self._slots
+            self._digests = digests
+        return self._digests
 
     def _entry(self, i: int) -> model.Entry:
         try:
