@@ -58,7 +58,10 @@ def run_tune(request: TuneRequest, created_at: str) -> TuneReport:
         earlier = read_results(request.output)
         done = {e.slot: e for e in earlier.entries}
         blobs.update(earlier.blobs)
-    seeds = [e for path in request.seed_files for e in read_results(path).entries]
+    from tuned_kernels.registry.discovery import results_files_in
+
+    seed_paths = [p for given in request.seed_files for p in results_files_in(Path(given))]
+    seeds = [e for path in seed_paths for e in read_results(path).entries]
 
     def save(entries: dict[model.EntrySlot, model.Entry]) -> None:
         ordered = tuple(sorted(entries.values(), key=model.entry_sort_key))

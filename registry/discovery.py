@@ -25,7 +25,8 @@ def _is_results_file(path: Path) -> bool:
     return name.endswith(TEXT_SUFFIXES + BINARY_SUFFIXES)
 
 
-def _files_in(root: Path) -> list[Path]:
+def results_files_in(root: Path) -> list[Path]:
+    """`root` itself if a file, else every results file under it."""
     if root.is_file():
         return [root]
     if root.is_dir():
@@ -44,8 +45,8 @@ def discover() -> list[BundleFile]:
         except Exception as exc:  # a broken bundle wheel must not break the user's program
             found.append(BundleFile(f"{source} (entry point failed: {exc})", Path("/nonexistent")))
             continue
-        found += [BundleFile(source, p) for p in _files_in(root)]
+        found += [BundleFile(source, p) for p in results_files_in(root)]
     for entry in os.environ.get(PATH_ENV, "").split(os.pathsep):
         if entry.strip():
-            found += [BundleFile(entry, p) for p in _files_in(Path(entry))]
+            found += [BundleFile(entry, p) for p in results_files_in(Path(entry))]
     return found

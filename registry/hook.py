@@ -89,7 +89,7 @@ def _prune_configs(self: Any, kwargs: dict[str, Any]) -> list[Any]:
     if decision.kind in ("hit", "nearest"):
         chosen = _as_triton(self, decision.configs[0])
         if chosen is not None:
-            REGISTRY.count(decision, identity, 0)
+            REGISTRY.count(decision, identity, 0, key)
             self._tuned_kernels_chosen = chosen  # Triton 3.6 benchmarks even a single config: see _bench
             return [chosen]
         if identity.name not in _unfit_warned:  # one warning per kernel, not per key
@@ -99,10 +99,10 @@ def _prune_configs(self: Any, kwargs: dict[str, Any]) -> list[Any]:
     if decision.kind == "seed":
         pruned = _seeded_space(self, decision, pruned)
     if len(pruned) == 1:
-        REGISTRY.count(decision, identity, 0)
+        REGISTRY.count(decision, identity, 0, key)
         return pruned
     winner, timings = _benchmark(self, pruned, kwargs)
-    REGISTRY.count(decision, identity, len(timings))
+    REGISTRY.count(decision, identity, len(timings), key)
     ranked = sorted(
         ((t[0], repr(c), c) for c, t in timings.items() if t[0] != float("inf")), key=lambda r: r[:2]
     )

@@ -3,7 +3,10 @@ remembers what was tuned on misses. One place decides hit or miss: `Registry.dec
 
 from __future__ import annotations
 
+import atexit
+import contextlib
 import dataclasses
+import json
 import logging
 import os
 import threading
@@ -26,6 +29,7 @@ log = logging.getLogger("tuned_kernels")
 ON_MISS_ENV = "TUNED_KERNELS_ON_MISS"  # tune (default) | nearest
 STALE_ENV = "TUNED_KERNELS_STALE"  # reject (default) | seed
 CAPTURE_ENV = "TUNED_KERNELS_CAPTURE"  # a results file to write every decision into
+REPORT_ENV = "TUNED_KERNELS_REPORT"  # a file each process appends its hits and misses to, at exit
 
 
 class TunedKernelsWarning(UserWarning):
@@ -50,6 +54,7 @@ class Stats:
     misses: int = 0
     configs_benchmarked: int = 0
     missed_kernels: dict[str, int] = field(default_factory=dict)
+    missed_keys: list[tuple[str, model.TuningKey]] = field(default_factory=list)
 
 
 Table = dict[tuple[str, str], dict[model.TuningKey, model.Entry]]
@@ -113,6 +118,21 @@ class Registry:
         except TunedKernelsError as exc:
             self._problem(f"ignoring the overlay cache: {exc}")
         self._log_selection()
+        report = os.environ.get(REPORT_ENV)
+        if report:
+            atexit.register(self._write_report, Path(report))
+
+    def _write_report(self, path: Path) -> None:
+        """Appends this process's hits and misses to `path` (one JSON line; `tuned-kernels coverage`)."""
+        from filelock import FileLock
+
+        line = {
+            "hits": self.stats.hits + self.stats.nearest,
+            "misses": self.stats.misses,
+            "missed": [[name, list(key)] for name, key in self.stats.missed_keys],
+        }
+        with contextlib.suppress(OSError), FileLock(str(path) + ".lock", timeout=30), path.open("a") as f:
+            f.write(json.dumps(line) + "\n")
 
     def _add(self, entries: tuple[model.Entry, ...]) -> None:
         for entry in entries:
@@ -177,7 +197,9 @@ class Registry:
                     keys[e.key] = e
         return keys
 
-    def count(self, decision: Decision, identity: model.KernelIdentity, benchmarked: int) -> None:
+    def count(
+        self, decision: Decision, identity: model.KernelIdentity, benchmarked: int, key: model.TuningKey = ()
+    ) -> None:
         with self._lock:
             if decision.kind == "hit":
                 self.stats.hits += 1
@@ -186,6 +208,7 @@ class Registry:
             else:
                 self.stats.misses += 1
                 self.stats.missed_kernels[identity.name] = self.stats.missed_kernels.get(identity.name, 0) + 1
+                self.stats.missed_keys.append((identity.name, key))
             self.stats.configs_benchmarked += benchmarked
 
     def remember(self, entry: model.Entry, blobs: dict[str, bytes] | None = None) -> None:

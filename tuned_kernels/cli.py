@@ -30,6 +30,13 @@ def cmd_detect(args: argparse.Namespace) -> int:
             "compiler_id": compiler.compiler_id,
         },
     }
+    if args.expect and target.arch != args.expect.strip().lower().replace("_", ""):
+        print(
+            f"tuned-kernels detect: expected {args.expect}, this machine is {target.arch} "
+            f"({target.device_name or 'no GPU'}): the runner's label is wrong",
+            file=sys.stderr,
+        )
+        return 1
     if args.json:
         print(json.dumps(info, indent=2))
     else:
@@ -163,6 +170,48 @@ def cmd_status(args: argparse.Namespace) -> int:
     return 0
 
 
+def cmd_coverage(args: argparse.Namespace) -> int:
+    import subprocess
+    import tempfile
+    from pathlib import Path
+
+    command = args.command_line[1:] if args.command_line[:1] == ["--"] else args.command_line
+    if not command:
+        raise TunedKernelsError("coverage: give the program to run after --, e.g. -- pytest tests/")
+    with tempfile.TemporaryDirectory(prefix="tuned-kernels-coverage-") as tmp:
+        report = Path(tmp) / "report.jsonl"
+        paths = [str(Path(args.results).resolve())]
+        env = {**os.environ, "TUNED_KERNELS": "1", "TUNED_KERNELS_REPORT": str(report)}
+        env["TUNED_KERNELS_PATH"] = os.pathsep.join([*paths, os.environ.get("TUNED_KERNELS_PATH", "")]).strip(
+            os.pathsep
+        )
+        returncode = subprocess.call(command, env=env)
+        lines = [json.loads(x) for x in report.read_text().splitlines()] if report.exists() else []
+    hits = sum(x["hits"] for x in lines)
+    missed = sorted({(name, tuple(key)) for x in lines for name, key in x["missed"]}, key=repr)
+    if args.json:
+        print(json.dumps({"hits": hits, "misses": len(missed), "missed": [[n, list(k)] for n, k in missed]}))
+    else:
+        print(f"coverage: {hits} hits, {len(missed)} distinct keys missed in {len(lines)} processes")
+        for name, key in missed:
+            print(f"  missed {name} {key}")
+    return returncode
+
+
+def cmd_newer_compilers(args: argparse.Namespace) -> int:
+    from pathlib import Path
+
+    from tuned_kernels.packager.releases import newer_releases, pypi_releases
+    from tuned_kernels.registry.discovery import results_files_in
+    from tuned_kernels.results import open_results
+
+    paths = [p for given in args.results for p in results_files_in(Path(given))]
+    bundled = [open_results(p).header.compiler.triton_version for p in paths]
+    newer = newer_releases(bundled, pypi_releases(args.releases), include_pre=args.pre)
+    print(json.dumps(newer) if args.json else "\n".join(newer))
+    return 0
+
+
 def cmd_build_wheel(args: argparse.Namespace) -> int:
     from pathlib import Path
 
@@ -191,6 +240,7 @@ def build_parser() -> argparse.ArgumentParser:
 
     p = sub.add_parser("detect", help="show this machine's target and compiler fingerprint")
     p.add_argument("--json", action="store_true")
+    p.add_argument("--expect", metavar="ARCH", help="fail unless this machine is ARCH (CI runner check)")
     p.set_defaults(func=cmd_detect)
 
     p = sub.add_parser("inspect", help="show a results file: kernels, keys, best configs, target, compiler")
@@ -249,6 +299,19 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("-o", "--output", default="simple")
     p.set_defaults(func=cmd_index)
 
+    p = sub.add_parser("coverage", help="run a program with these results; list every key that missed")
+    p.add_argument("results", help="a results file, bundle, or directory of them")
+    p.add_argument("--json", action="store_true")
+    p.add_argument("command_line", nargs=argparse.REMAINDER, metavar="-- COMMAND ...")
+    p.set_defaults(func=cmd_coverage)
+
+    p = sub.add_parser("newer-compilers", help="Triton releases newer than every given bundle's compiler")
+    p.add_argument("results", nargs="+", help="results files, bundles or directories holding them")
+    p.add_argument("--releases", default="https://pypi.org/pypi/{name}/json", help="PyPI JSON URL or file")
+    p.add_argument("--pre", action="store_true", help="include pre-releases")
+    p.add_argument("--json", action="store_true")
+    p.set_defaults(func=cmd_newer_compilers)
+
     p = sub.add_parser("status", help="bundles found, selected, rejected; overlay; hits and misses")
     p.add_argument("--json", action="store_true")
     p.set_defaults(func=cmd_status)
@@ -270,3 +333,6 @@ def main(argv: Sequence[str] | None = None) -> int:
     except KeyboardInterrupt:
         print(f"tuned-kernels {args.command}: interrupted", file=sys.stderr)
         return 130
+    except BrokenPipeError:  # `tuned-kernels inspect FILE | head`: the reader has what it wanted
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        return 0
