@@ -71,13 +71,14 @@ class Bench:
 
     # -- steps ----------------------------------------------------------------------------------------------
 
-    def tune(self) -> None:
+    def tune(self, only_exhaustive: bool = False) -> None:
         out: dict[str, Any] = {}
-        for name, shapes, strategy, kernels in (
+        runs = (
             ("exhaustive", "cold", "exhaustive", ()),
             ("seeded", "cold", "seeded", ()),
             ("bf16", "bf16", "exhaustive", ("--kernels", "matmul")),
-        ):
+        )
+        for name, shapes, strategy, kernels in runs[:1] if only_exhaustive else runs:
             # seeded starts from an empty compile cache too, so its wall time compares with exhaustive's
             cache = self.tune_cache if name != "seeded" else None
             wall, text = self.tool(
@@ -90,7 +91,7 @@ class Bench:
             out[name] = {"wall_s": wall, **json.loads(text)}
         self.report["tune"] = out
 
-    def cold(self, repeats: int) -> None:
+    def cold(self, repeats: int, with_no_caches: bool = True) -> None:
         _, text = self.tool(
             ["build-wheel", str(self.work / "exhaustive.pb.zst"), "-o", str(self.work / "dist")], self.env()
         )
@@ -101,7 +102,11 @@ class Bench:
             check=True,
         )
         warm = str(self.work / "triton-warm")
-        no_caches = self.child("first-result", [], self.env(warm, TRITON_CACHE_AUTOTUNING="1"))
+        if with_no_caches:
+            no_caches = self.child("first-result", [], self.env(warm, TRITON_CACHE_AUTOTUNING="1"))
+        else:  # a shorter diagnostic run: Triton's warm caches made by one autotuning pass, not timed
+            self.child("first-result", [], self.env(warm, TRITON_CACHE_AUTOTUNING="1"))
+            no_caches = None
         warm_runs = [
             self.child("first-result", [], self.env(warm, TRITON_CACHE_AUTOTUNING="1"))
             for _ in range(repeats)
@@ -237,7 +242,7 @@ def table(r: dict[str, Any]) -> str:
             f"| {pid} | {what} | {measured} | {goal} | {'-' if met is None else 'yes' if met else 'NO'} |"
         )
 
-    if "cold" in r:
+    if "cold" in r and r["cold"]["no_caches"]:
         c = r["cold"]
         a = c["no_caches"]["wall_s"]
         b = statistics.median(x["wall_s"] for x in c["triton_warm"])
@@ -358,6 +363,11 @@ def main() -> None:
     parser.add_argument("--repeats", type=int, default=3)
     parser.add_argument("--entries", type=int, default=100_000, help="entries of the synthetic bundle (load)")
     parser.add_argument("--table-from", default=None, help="print the table of an earlier JSON and stop")
+    parser.add_argument(
+        "--short",
+        action="store_true",
+        help="diagnostic: exhaustive tune only, cold start without the no-cache row",
+    )
     args = parser.parse_args()
     if args.table_from:
         print(table(json.loads(Path(args.table_from).read_text())))
@@ -366,8 +376,12 @@ def main() -> None:
     steps = args.steps.split(",")
     for step in steps:
         t0 = time.perf_counter()
-        if step in ("cold", "hot"):
-            getattr(bench, step)(args.repeats)
+        if step == "tune":
+            bench.tune(only_exhaustive=args.short)
+        elif step == "cold":
+            bench.cold(args.repeats, with_no_caches=not args.short)
+        elif step == "hot":
+            bench.hot(args.repeats)
         elif step == "load":
             bench.load(args.entries, args.repeats)
         else:

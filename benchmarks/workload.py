@@ -71,7 +71,30 @@ def _counting_triton() -> dict[str, float]:
             counts["autotune_seconds"] += time.perf_counter() - t0
 
     Autotuner._bench = counted
+    _count_host_builds(counts)
     return counts
+
+
+def _count_host_builds(counts: dict[str, float]) -> None:
+    """Host-side C builds Triton makes into its cache (its driver utilities, kernel launchers)."""
+    from triton.runtime import build
+
+    counts["host_builds"] = 0
+    counts["host_build_seconds"] = 0.0
+    name = next((n for n in ("_build", "_compile_so") if hasattr(build, n)), None)
+    if name is None:
+        return
+    original = getattr(build, name)
+
+    def timed(*args: Any, **kwargs: Any) -> Any:
+        t0 = time.perf_counter()
+        try:
+            return original(*args, **kwargs)
+        finally:
+            counts["host_builds"] += 1
+            counts["host_build_seconds"] += time.perf_counter() - t0
+
+    setattr(build, name, timed)
 
 
 def first_result() -> dict[str, Any]:

@@ -18,5 +18,5 @@ if [[ ,$STEPS, == *,tests,* ]]; then
 fi
 BENCH=${STEPS#tests}; BENCH=${BENCH#,}
 if [[ -n $BENCH ]]; then
-  python3 "$REPO/benchmarks/run.py" --steps "$BENCH" --json "$OUT/benchmarks.json" 2>&1 | tail -30
+  python3 "$REPO/benchmarks/run.py" --steps "$BENCH" ${BENCH_ARGS:-} --json "$OUT/benchmarks.json" 2>&1 | tail -30
 fi
