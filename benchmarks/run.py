@@ -314,7 +314,7 @@ def table(r: dict[str, Any]) -> str:
             "≤ 1.3x",
             ex["seconds"] / pure <= 1.3,
         )
-        if "cold" in r:
+        if "cold" in r and r["cold"]["no_caches"]:
             triton_s = r["cold"]["no_caches"]["autotune_seconds"]
             row(
                 "P4",
