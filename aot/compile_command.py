@@ -23,7 +23,7 @@ from tuned_kernels import model
 from tuned_kernels.errors import TunedKernelsError
 from tuned_kernels.matching import compiler_mismatch
 from tuned_kernels.triton_autotuner import kernel_identity, tuning_key
-from tuned_kernels.triton_compile import artifact_of, compiling_for, warmup
+from tuned_kernels.triton_compile import artifact_of, compiling_for, is_compiled_kernel, warmup
 
 
 class CompileError(TunedKernelsError):
@@ -61,7 +61,7 @@ def compile_results(
                 continue
             launch = launches.get(entry.slot)
             if launch is None:
-                report.skipped.append(f"{entry.kernel.name} {entry.key}: no corpus case launches this key")
+                report.skipped.append(f"{entry.kernel.name} {entry.key}: no corpus kernel launches this key")
                 entries.append(entry)
                 continue
             family, named = launch
@@ -100,7 +100,9 @@ def corpus_launches(
     """Every (kernel, key) the corpus can launch, with the named arguments its op passes the kernel."""
     found: dict[model.EntrySlot, tuple[KernelFamily, Any]] = {}
     for family in corpus:
-        _require_compilable(family)
+        if not is_compiled_kernel(family.kernel):
+            _require_compilable(family)
+            continue  # an implementation choice, or kernels loaded for the interpreter (refused above)
         identity = kernel_identity(family.kernel)
         for shape_set in shape_sets:
             for case in family.shapes.get(shape_set, ()):
@@ -127,6 +129,7 @@ def _shape_only_inputs(family: KernelFamily, case: Any) -> Any:
 
 
 def _require_compilable(family: KernelFamily) -> None:
+    """Refuses kernels loaded for Triton's interpreter; anything else that is not a kernel is skipped."""
     fn = family.kernel.fn
     while hasattr(fn, "fn") and type(fn).__name__ not in ("JITFunction", "InterpretedFunction"):
         fn = fn.fn

@@ -19,11 +19,13 @@ from tuned_kernels.aot.benchmark import Benchmarker
 from tuned_kernels.aot.corpus import Case, Corpus, KernelFamily
 from tuned_kernels.aot.heuristics import heuristic_seeds
 from tuned_kernels.aot.launch import config_space, forced_config, probe_key
+from tuned_kernels.registry.choice import ImplementationChoice
+from tuned_kernels.registry.hook import serving
 
 from tuned_kernels import model
 from tuned_kernels.nearest import nearest_key
 from tuned_kernels.triton_autotuner import config_from_triton, kernel_identity
-from tuned_kernels.triton_compile import artifact_of, warmup
+from tuned_kernels.triton_compile import artifact_of, is_compiled_kernel, warmup
 
 KEEP_TIMINGS = 5  # the winner and the next best few
 CHECK_SEED_OFFSET = 1_000_003  # check inputs are drawn apart from benchmark inputs
@@ -156,7 +158,11 @@ class Tuner:
         self, kernel: Any, named: dict[str, Any], configs: Sequence[model.Config]
     ) -> tuple[model.Artifact, ...]:
         """The compiled kernels of `configs` (already compiled while measuring: Triton's caches answer)."""
-        if self.options.artifacts == "none" or not artifacts_apply(self.target):
+        if (
+            self.options.artifacts == "none"
+            or not artifacts_apply(self.target)
+            or not is_compiled_kernel(kernel)
+        ):
             return ()
         found = []
         for config in configs:
@@ -221,8 +227,12 @@ class Tuner:
                 )
                 continue
             t0 = time.monotonic()
+            # an implementation choice runs kernels tuned earlier in this run: they serve their entries
+            choice = isinstance(item.family.kernel, ImplementationChoice)
+            serve = serving(done.values()) if choice else contextlib.nullcontext()
             try:
-                entry = self.tune_case(item, probed)
+                with serve:
+                    entry = self.tune_case(item, probed)
             except NoValidConfig as exc:
                 report.failed.append(str(exc))
                 self.on_progress(f"[{n}/{len(items)}] {exc}")

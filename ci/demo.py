@@ -39,7 +39,19 @@ def main() -> None:
     env = {**os.environ, "TUNED_KERNELS_CACHE_DIR": str(work / "overlay")}
     results = str(work / "results.pb.zst")
     cli("detect")
-    cli("tune", "--shapes", "quick", "--kernels", "matmul", "--kernels", "softmax", "-o", results)
+    cli(
+        "tune",
+        "--shapes",
+        "quick",
+        "--kernels",
+        "matmul",
+        "--kernels",
+        "matmul_impl",
+        "--kernels",
+        "softmax",
+        "-o",
+        results,
+    )
     cli("inspect", results)
     cli("build-wheel", results, "-o", str(work / "dist"))
     cli("index", str(work / "dist"), "-o", str(work / "simple"))

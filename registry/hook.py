@@ -13,7 +13,7 @@ import builtins
 import contextlib
 import os
 import time
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 from typing import Any
 
 from tuned_kernels.registry import artifact_cache
@@ -75,6 +75,21 @@ def disabled() -> Iterator[None]:
     finally:
         if was:
             enable()
+
+
+@contextlib.contextmanager
+def serving(entries: Iterable[model.Entry]) -> Iterator[None]:
+    """Within this block the registry is enabled and also answers from `entries` (the tuner uses it
+    while measuring implementation choices whose implementations are kernels it tuned)."""
+    REGISTRY.load()
+    REGISTRY.add_local(tuple(entries))
+    was = is_enabled()
+    enable()
+    try:
+        yield
+    finally:
+        if not was:
+            disable()
 
 
 def _prune_configs(self: Any, kwargs: dict[str, Any]) -> list[Any]:

@@ -134,6 +134,10 @@ class Registry:
         with contextlib.suppress(OSError), FileLock(str(path) + ".lock", timeout=30), path.open("a") as f:
             f.write(json.dumps(line) + "\n")
 
+    def add_local(self, entries: tuple[model.Entry, ...]) -> None:
+        """Entries answered from this process only (nothing written)."""
+        self._add(entries)
+
     def _add(self, entries: tuple[model.Entry, ...]) -> None:
         for entry in entries:
             self.local.setdefault((entry.kernel.name, entry.kernel.source_hash), {})[entry.key] = entry

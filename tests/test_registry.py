@@ -188,3 +188,47 @@ def test_overlay_merge_keeps_the_faster_entry(tmp_path: Path) -> None:
 def test_cpu_fingerprint_is_stable_within_a_process() -> None:
     cpu = target_for_arch("cpu")
     assert compiler_fingerprint(cpu) == compiler_fingerprint(cpu)
+
+
+@pytest.mark.parametrize(("impl", "kernel_launched"), [("torch", False), ("triton", True)])
+def test_matmul_dispatches_to_the_implementation_recorded_for_its_key(
+    tmp_path: Path, impl: str, kernel_launched: bool
+) -> None:
+    from tuned_kernels.aot.kernels import matmul
+
+    from tuned_kernels.triton_autotuner import kernel_identity
+
+    key = (16, 64, 64, "torch.float16", "torch.float16", "torch.float16")
+    choice = model.Config.of({"IMPL": impl})
+    tile = model.Config.of(
+        {"BLOCK_M": 32, "BLOCK_N": 32, "BLOCK_K": 32, "GROUP_M": 8}, num_warps=4, num_stages=3
+    )
+    target = target_for_arch("cpu")
+    header = model.Header(
+        target, compiler_fingerprint(target), model.Producer.TUNE, "test", "2026-11-22T00:00:00Z"
+    )
+    entries = (
+        model.Entry(kernel_identity(matmul.MATMUL_CHOICE), key, choice, (model.Timing(choice, 1.0),)),
+        model.Entry(kernel_identity(matmul.matmul_kernel), key, tile, (model.Timing(tile, 1.0),)),
+    )
+    bundle = tmp_path / "bundle.pb"
+    write_results(bundle, model.Results(header, tuple(sorted(entries, key=model.entry_sort_key))))
+    program = (
+        "import torch, tuned_kernels; tuned_kernels.enable()\n"
+        "from tuned_kernels import ops\n"
+        "a, b = torch.randn(16, 64).half(), torch.randn(64, 64).half()\n"
+        "c = ops.matmul(a, b)\n"
+        "assert (c.double() - a.double() @ b.double()).abs().max() < 0.05\n"
+        "s = tuned_kernels.stats(); print(s['hits'], s['misses'], s['configs_benchmarked'])\n"
+    )
+    env = {
+        **os.environ,
+        "TUNED_KERNELS_PATH": str(bundle),
+        "TUNED_KERNELS_CACHE_DIR": str(tmp_path / "overlay"),
+    }
+    out = subprocess.run(
+        [sys.executable, "-c", program], env=env, capture_output=True, text=True, cwd=tmp_path
+    )
+    assert out.returncode == 0, out.stderr
+    # a hit for the choice, and for the Triton kernel only when the choice launches it; nothing measured
+    assert out.stdout.split() == ["2" if kernel_launched else "1", "0", "0"], out.stdout

@@ -21,6 +21,17 @@ BINARY_SUFFIXES = (".cubin", ".hsaco")  # what a GPU loads; the IRs beside them 
 METADATA_SUFFIX = ".json"
 
 
+def is_compiled_kernel(autotuner: Any) -> bool:
+    """Whether a Triton compiler sits under this autotuner (not an implementation choice, not the
+    interpreter)."""
+    fn = autotuner.fn
+    while type(fn).__name__ != "JITFunction":
+        if not hasattr(fn, "fn"):
+            return False
+        fn = fn.fn
+    return True
+
+
 def warmup(autotuner: Any, named_args: Mapping[str, Any], config: model.Config) -> Any:
     """Compiles the kernel that a launch with these arguments and `config` runs, without launching it,
     and returns Triton's `CompiledKernel` (from Triton's caches when already compiled). The kernel's

@@ -120,6 +120,18 @@ CORPUS: tuple[KernelFamily, ...] = (
         },
     ),
     KernelFamily(
+        name="matmul_impl",  # after "matmul": its Triton implementation uses the configs tuned there
+        kernel=matmul.MATMUL_CHOICE,
+        make_inputs=_matmul_inputs,
+        run=lambda i: matmul.matmul(i["a"], i["b"], out=i["out"]),
+        reference=lambda i: i["a"].double() @ i["b"].double(),
+        tolerance=(2e-2, 1e-2),
+        shapes={
+            "quick": _matmul_cases(("float16",), False),
+            "full": _matmul_cases(("float16", "bfloat16"), True),
+        },
+    ),
+    KernelFamily(
         name="matmul_bias_act",
         kernel=matmul.matmul_bias_act_kernel,
         make_inputs=_matmul_inputs,

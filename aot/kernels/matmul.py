@@ -7,6 +7,7 @@ import itertools
 import torch
 import triton
 import triton.language as tl
+from tuned_kernels.registry.choice import ImplementationChoice
 
 ACTIVATIONS = ("none", "relu", "gelu", "silu")
 
@@ -147,6 +148,32 @@ def triton_matmul(a: torch.Tensor, b: torch.Tensor, out: torch.Tensor | None = N
 def torch_matmul(a: torch.Tensor, b: torch.Tensor, out: torch.Tensor | None = None) -> torch.Tensor:
     _check(a, b)
     return torch.matmul(a, b, out=out)
+
+
+def matmul_impl(a: torch.Tensor, b: torch.Tensor, c: torch.Tensor, M: int, N: int, K: int) -> None:
+    """c = a @ b by the implementation recorded for (M, N, K, dtypes): the Triton kernel or torch.matmul."""
+
+
+def _triton_impl(a: torch.Tensor, b: torch.Tensor, c: torch.Tensor, M: int, N: int, K: int) -> torch.Tensor:
+    return triton_matmul(a, b, out=c)
+
+
+def _torch_impl(a: torch.Tensor, b: torch.Tensor, c: torch.Tensor, M: int, N: int, K: int) -> torch.Tensor:
+    return torch.matmul(a, b, out=c)
+
+
+MATMUL_CHOICE = ImplementationChoice(
+    matmul_impl, {"triton": _triton_impl, "torch": _torch_impl}, key=["M", "N", "K"]
+)
+
+
+def matmul(a: torch.Tensor, b: torch.Tensor, out: torch.Tensor | None = None) -> torch.Tensor:
+    """a @ b by whichever implementation is recorded as fastest for this shape and dtype (see
+    registry/choice.py); the Triton kernel alone is `triton_matmul`."""
+    M, N, K = _check(a, b)
+    c = out if out is not None else torch.empty((M, N), device=a.device, dtype=a.dtype)
+    result: torch.Tensor = MATMUL_CHOICE(a, b, c, M, N, K)
+    return result
 
 
 def matmul_bias_act(
