@@ -9,6 +9,7 @@ import os
 import subprocess
 import sys
 import tempfile
+import time
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -88,6 +89,7 @@ def run_tune(request: TuneRequest, created_at: str) -> TuneReport:
 def _run_workers(request: TuneRequest, gpus: int, target: model.Target, created_at: str) -> TuneReport:
     """One process per GPU, each a sub-shard of this shard; their files are merged into the output."""
     index, count = request.options.shard
+    start = time.monotonic()
     with tempfile.TemporaryDirectory(prefix="tuned-kernels-workers-") as tmp:
         parts, procs = [], []
         for gpu in range(gpus):
@@ -118,7 +120,8 @@ def _run_workers(request: TuneRequest, gpus: int, target: model.Target, created_
             if request.options.time_budget_s is not None:
                 argv += ["--time-budget", str(request.options.time_budget_s)]
             env = {**os.environ, WORKER_ENV: "1", "CUDA_VISIBLE_DEVICES": str(gpu)}
-            procs.append(subprocess.Popen(argv, env=env))
+            # the workers' summaries go to stderr: stdout carries this command's own (perhaps JSON) summary
+            procs.append(subprocess.Popen(argv, env=env, stdout=sys.stderr))
         failed = [gpu for gpu, p in enumerate(procs) if p.wait() != 0]
         inputs = []
         for part in parts:
@@ -133,6 +136,13 @@ def _run_workers(request: TuneRequest, gpus: int, target: model.Target, created_
             request.output,
             model.Results(header_now(target, model.Producer.TUNE, created_at), merged.entries, merged.blobs),
         )
-    report = TuneReport(tuned=len(merged.entries))
+    report = TuneReport(
+        cases=len(merged.entries),
+        tuned=len(merged.entries),
+        configs_benchmarked=sum(e.configs_benchmarked for e in merged.entries),
+        rejected=sum(len(e.rejected) for e in merged.entries),
+        seconds=time.monotonic() - start,
+        artifacts=sum(len(e.artifacts) for e in merged.entries),
+    )
     report.failed = [f"worker on GPU {gpu} failed" for gpu in failed]
     return report

@@ -136,3 +136,17 @@ def test_capture_records_a_programs_own_autotuned_kernel(tmp_path: Path) -> None
     assert sorted(e.key for e in results.entries) == [(50, "torch.float32"), (500, "torch.float32")]
     assert {e.kernel.name.rsplit(".", 1)[-1] for e in results.entries} == {"add_one"}
     assert all(e.found_by is model.FoundBy.CAPTURED and len(e.timings) == 2 for e in results.entries)
+
+
+def test_one_worker_per_gpu_covers_every_key_and_keeps_stdout_for_the_summary(
+    tmp_path: Path, capfd: pytest.CaptureFixture[str]
+) -> None:
+    """The multi-GPU path, run here with two worker processes on the cpu target."""
+    from tuned_kernels.aot.tune_command import TuneRequest, _run_workers
+
+    out = tmp_path / "r.pb"
+    request = TuneRequest(output=str(out), corpus=PLANTED, options=TuneOptions(jobs=1))
+    report = _run_workers(request, 2, target_for_arch("cpu"), "2026-11-22T00:00:00Z")
+    assert report.failed == [] and report.tuned == 4 and report.configs_benchmarked > 0
+    assert sorted(e.key[0] for e in read_results(out).entries) == [100, 300, 1000, 3000]
+    assert capfd.readouterr().out == ""  # the workers' summaries went to stderr
