@@ -105,12 +105,12 @@ def _rms_norm_ref(i: Inputs) -> torch.Tensor:
     return result
 
 
-CORPUS: tuple[KernelFamily, ...] = (
-    KernelFamily(
-        name="matmul",
-        kernel=matmul.matmul_kernel,
+def _matmul_family(name: str, kernel: Any, run: Any) -> KernelFamily:
+    return KernelFamily(
+        name=name,
+        kernel=kernel,
         make_inputs=_matmul_inputs,
-        run=lambda i: matmul.triton_matmul(i["a"], i["b"], out=i["out"]),
+        run=run,
         reference=lambda i: i["a"].double() @ i["b"].double(),
         tolerance=(2e-2, 1e-2),
         # bf16 only on GPU runners: Triton 3.9's interpreter returns garbage for bf16 dot (seen: errors ~1e10)
@@ -118,18 +118,16 @@ CORPUS: tuple[KernelFamily, ...] = (
             "quick": _matmul_cases(("float16",), False),
             "full": _matmul_cases(("float16", "bfloat16"), True),
         },
+    )
+
+
+CORPUS: tuple[KernelFamily, ...] = (
+    _matmul_family(
+        "matmul", matmul.matmul_kernel, lambda i: matmul.triton_matmul(i["a"], i["b"], out=i["out"])
     ),
-    KernelFamily(
-        name="matmul_impl",  # after "matmul": its Triton implementation uses the configs tuned there
-        kernel=matmul.MATMUL_CHOICE,
-        make_inputs=_matmul_inputs,
-        run=lambda i: matmul.matmul(i["a"], i["b"], out=i["out"]),
-        reference=lambda i: i["a"].double() @ i["b"].double(),
-        tolerance=(2e-2, 1e-2),
-        shapes={
-            "quick": _matmul_cases(("float16",), False),
-            "full": _matmul_cases(("float16", "bfloat16"), True),
-        },
+    # after "matmul": the choice's Triton implementation uses the configs tuned there
+    _matmul_family(
+        "matmul_impl", matmul.MATMUL_CHOICE, lambda i: matmul.matmul(i["a"], i["b"], out=i["out"])
     ),
     KernelFamily(
         name="matmul_bias_act",

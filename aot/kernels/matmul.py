@@ -59,6 +59,12 @@ def _matmul_tile(
     return acc, rm, rn
 
 
+@triton.jit
+def _store_tile(c_ptr, acc, rm, rn, M, N, stride_cm, stride_cn):
+    c_ptrs = c_ptr + rm[:, None] * stride_cm + rn[None, :] * stride_cn
+    tl.store(c_ptrs, acc.to(c_ptr.dtype.element_ty), mask=(rm[:, None] < M) & (rn[None, :] < N))
+
+
 @triton.autotune(configs=matmul_configs(), key=["M", "N", "K"])
 @triton.jit
 def matmul_kernel(
@@ -82,8 +88,7 @@ def matmul_kernel(
     acc, rm, rn = _matmul_tile(
         a_ptr, b_ptr, M, N, K, stride_am, stride_ak, stride_bk, stride_bn, BLOCK_M, BLOCK_N, BLOCK_K, GROUP_M
     )
-    c_ptrs = c_ptr + rm[:, None] * stride_cm + rn[None, :] * stride_cn
-    tl.store(c_ptrs, acc.to(c_ptr.dtype.element_ty), mask=(rm[:, None] < M) & (rn[None, :] < N))
+    _store_tile(c_ptr, acc, rm, rn, M, N, stride_cm, stride_cn)
 
 
 @triton.autotune(configs=matmul_configs(), key=["M", "N", "K", "ACTIVATION"])
@@ -120,8 +125,7 @@ def matmul_bias_act_kernel(
         acc = 0.5 * acc * (1.0 + (2.0 / (1.0 + tl.exp(-2.0 * inner)) - 1.0))
     elif ACTIVATION == "silu":
         acc = acc / (1.0 + tl.exp(-acc))
-    c_ptrs = c_ptr + rm[:, None] * stride_cm + rn[None, :] * stride_cn
-    tl.store(c_ptrs, acc.to(c_ptr.dtype.element_ty), mask=(rm[:, None] < M) & (rn[None, :] < N))
+    _store_tile(c_ptr, acc, rm, rn, M, N, stride_cm, stride_cn)
 
 
 def _grid(M: int, N: int) -> object:
