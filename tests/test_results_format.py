@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import shutil
 import subprocess
 import sys
@@ -222,3 +223,12 @@ def test_an_opened_file_finds_any_key_by_its_slot(tmp_path: Path, ext: str) -> N
     kernel = many.entries[0].kernel
     assert view.lookup((kernel.name, kernel.source_hash, (300, "torch.float16"))) is None
     assert view.lookup((kernel.name, kernel.source_hash, (1.0, "torch.float16"))) is None  # 1.0 is not 1
+
+
+def test_written_files_get_the_mode_the_umask_gives(tmp_path: Path) -> None:
+    old = os.umask(0o027)
+    try:
+        write_results(tmp_path / "r.pb", SAMPLE)
+    finally:
+        os.umask(old)
+    assert (tmp_path / "r.pb").stat().st_mode & 0o777 == 0o640

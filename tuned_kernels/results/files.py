@@ -88,6 +88,7 @@ def write_atomic(path: Path, data: bytes) -> None:
     path.parent.mkdir(parents=True, exist_ok=True)
     fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
     try:
+        os.chmod(tmp, 0o666 & ~_umask())  # as open() would create it (mkstemp makes it private)
         with os.fdopen(fd, "wb") as f:
             f.write(data)
             f.flush()
@@ -96,6 +97,12 @@ def write_atomic(path: Path, data: bytes) -> None:
     except BaseException:
         Path(tmp).unlink(missing_ok=True)
         raise
+
+
+def _umask() -> int:
+    mask = os.umask(0o022)
+    os.umask(mask)
+    return mask
 
 
 def _bounded_decompress(raw: bytes, path: str, max_bytes: int) -> bytes:
