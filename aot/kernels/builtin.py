@@ -121,6 +121,20 @@ def _matmul_family(name: str, kernel: Any, run: Any) -> KernelFamily:
     )
 
 
+def _row_family(
+    name: str, kernel: Any, run: Any, reference: Any, tolerance: tuple[float, float] = (2e-2, 1e-2)
+) -> KernelFamily:
+    return KernelFamily(
+        name=name,
+        kernel=kernel,
+        make_inputs=_row_inputs,
+        run=run,
+        reference=reference,
+        tolerance=tolerance,
+        shapes={"quick": _row_cases(False), "full": _row_cases(True)},
+    )
+
+
 CORPUS: tuple[KernelFamily, ...] = (
     _matmul_family(
         "matmul", matmul.matmul_kernel, lambda i: matmul.triton_matmul(i["a"], i["b"], out=i["out"])
@@ -141,32 +155,24 @@ CORPUS: tuple[KernelFamily, ...] = (
             "full": [c for c in _matmul_cases(("float16",), True, act="silu") if c["N"] in (14336, 28672)],
         },
     ),
-    KernelFamily(
-        name="softmax",
-        kernel=rowwise.softmax_kernel,
-        make_inputs=_row_inputs,
-        run=lambda i: rowwise.softmax(i["x"], out=i["out"]),
-        reference=lambda i: torch.softmax(i["x"].double(), dim=-1),
+    _row_family(
+        "softmax",
+        rowwise.softmax_kernel,
+        lambda i: rowwise.softmax(i["x"], out=i["out"]),
+        lambda i: torch.softmax(i["x"].double(), dim=-1),
         tolerance=(1e-3, 1e-2),
-        shapes={"quick": _row_cases(False), "full": _row_cases(True)},
     ),
-    KernelFamily(
-        name="layer_norm",
-        kernel=rowwise.layer_norm_kernel,
-        make_inputs=_row_inputs,
-        run=lambda i: rowwise.layer_norm(i["x"], i["w"], i["b"], 1e-5, out=i["out"]),
-        reference=_layer_norm_ref,
-        tolerance=(2e-2, 1e-2),
-        shapes={"quick": _row_cases(False), "full": _row_cases(True)},
+    _row_family(
+        "layer_norm",
+        rowwise.layer_norm_kernel,
+        lambda i: rowwise.layer_norm(i["x"], i["w"], i["b"], 1e-5, out=i["out"]),
+        _layer_norm_ref,
     ),
-    KernelFamily(
-        name="rms_norm",
-        kernel=rowwise.rms_norm_kernel,
-        make_inputs=_row_inputs,
-        run=lambda i: rowwise.rms_norm(i["x"], i["w"], 1e-6, out=i["out"]),
-        reference=_rms_norm_ref,
-        tolerance=(2e-2, 1e-2),
-        shapes={"quick": _row_cases(False), "full": _row_cases(True)},
+    _row_family(
+        "rms_norm",
+        rowwise.rms_norm_kernel,
+        lambda i: rowwise.rms_norm(i["x"], i["w"], 1e-6, out=i["out"]),
+        _rms_norm_ref,
     ),
     KernelFamily(
         name="attention",
