@@ -22,7 +22,7 @@ from tuned_kernels.hardware.fingerprint import triton_gpu_target
 from tuned_kernels import model
 from tuned_kernels.errors import TunedKernelsError
 from tuned_kernels.matching import compiler_mismatch
-from tuned_kernels.triton_autotuner import kernel_identity, tuning_key
+from tuned_kernels.triton_autotuner import jit_function, kernel_identity, tuning_key
 from tuned_kernels.triton_compile import artifact_of, compiling_for, is_compiled_kernel, warmup
 
 
@@ -130,10 +130,7 @@ def _shape_only_inputs(family: KernelFamily, case: Any) -> Any:
 
 def _require_compilable(family: KernelFamily) -> None:
     """Refuses kernels loaded for Triton's interpreter; anything else that is not a kernel is skipped."""
-    fn = family.kernel.fn
-    while hasattr(fn, "fn") and type(fn).__name__ not in ("JITFunction", "InterpretedFunction"):
-        fn = fn.fn
-    if type(fn).__name__ == "InterpretedFunction":
+    if type(jit_function(family.kernel)).__name__ == "InterpretedFunction":
         raise CompileError(
             "kernels were loaded for Triton's interpreter (TRITON_INTERPRET is set); unset it to compile"
         )

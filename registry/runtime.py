@@ -53,8 +53,15 @@ class Stats:
     nearest: int = 0
     misses: int = 0
     configs_benchmarked: int = 0
-    missed_kernels: dict[str, int] = field(default_factory=dict)
     missed_keys: list[tuple[str, model.TuningKey]] = field(default_factory=list)
+
+    @property
+    def missed_kernels(self) -> dict[str, int]:
+        """How many keys missed, per kernel."""
+        counts: dict[str, int] = {}
+        for name, _ in self.missed_keys:
+            counts[name] = counts.get(name, 0) + 1
+        return counts
 
 
 Table = dict[tuple[str, str], dict[model.TuningKey, model.Entry]]
@@ -114,7 +121,7 @@ class Registry:
         try:
             held = overlay.read_overlay(self.overlay_path)
             if held is not None:
-                self._add(held.entries)
+                self.add_local(held.entries)
         except TunedKernelsError as exc:
             self._problem(f"ignoring the overlay cache: {exc}")
         self._log_selection()
@@ -135,10 +142,7 @@ class Registry:
             f.write(json.dumps(line) + "\n")
 
     def add_local(self, entries: tuple[model.Entry, ...]) -> None:
-        """Entries answered from this process only (nothing written)."""
-        self._add(entries)
-
-    def _add(self, entries: tuple[model.Entry, ...]) -> None:
+        """Entries answered after the bundles' (the overlay's, and those tuned in this process)."""
         for entry in entries:
             self.local.setdefault((entry.kernel.name, entry.kernel.source_hash), {})[entry.key] = entry
 
@@ -202,7 +206,7 @@ class Registry:
         return keys
 
     def count(
-        self, decision: Decision, identity: model.KernelIdentity, benchmarked: int, key: model.TuningKey = ()
+        self, decision: Decision, identity: model.KernelIdentity, benchmarked: int, key: model.TuningKey
     ) -> None:
         with self._lock:
             if decision.kind == "hit":
@@ -211,13 +215,12 @@ class Registry:
                 self.stats.nearest += 1
             else:
                 self.stats.misses += 1
-                self.stats.missed_kernels[identity.name] = self.stats.missed_kernels.get(identity.name, 0) + 1
                 self.stats.missed_keys.append((identity.name, key))
             self.stats.configs_benchmarked += benchmarked
 
     def remember(self, entry: model.Entry, blobs: dict[str, bytes] | None = None) -> None:
         """A config tuned on a miss: served from now on, written to the overlay for the next process."""
-        self._add((entry,))
+        self.add_local((entry,))
         assert self.overlay_path is not None
         capture = os.environ.get(CAPTURE_ENV)
         if capture:

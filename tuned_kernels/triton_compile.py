@@ -15,7 +15,7 @@ from pathlib import Path
 from typing import Any
 
 from tuned_kernels import model
-from tuned_kernels.triton_autotuner import config_to_triton
+from tuned_kernels.triton_autotuner import config_to_triton, jit_function
 
 BINARY_SUFFIXES = (".cubin", ".hsaco")  # what a GPU loads; the IRs beside them are not shipped
 METADATA_SUFFIX = ".json"
@@ -24,12 +24,7 @@ METADATA_SUFFIX = ".json"
 def is_compiled_kernel(autotuner: Any) -> bool:
     """Whether a Triton compiler sits under this autotuner (not an implementation choice, not the
     interpreter)."""
-    fn = autotuner.fn
-    while type(fn).__name__ != "JITFunction":
-        if not hasattr(fn, "fn"):
-            return False
-        fn = fn.fn
-    return True
+    return type(jit_function(autotuner)).__name__ == "JITFunction"
 
 
 def warmup(autotuner: Any, named_args: Mapping[str, Any], config: model.Config) -> Any:

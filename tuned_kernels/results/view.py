@@ -26,6 +26,7 @@ class ResultsView:
         self._digests: list[bytes] | None = None
         self._slots: dict[bytes, int] | None = None
         self._scans = 0
+        self._named: dict[str, list[model.Entry]] = {}
 
     def __len__(self) -> int:
         return len(self._msg.entries)
@@ -43,9 +44,14 @@ class ResultsView:
         return entry if entry.slot == slot else None
 
     def entries_named(self, kernel_name: str) -> list[model.Entry]:
-        """Every entry for kernels of this name, any source hash (for nearest keys and stale seeds)."""
-        refs = {i for i, k in enumerate(self._tables.kernels) if k.name == kernel_name}
-        return [self._entry(i) for i, e in enumerate(self._msg.entries) if e.kernel in refs]
+        """Every entry for kernels of this name, any source hash (for nearest keys and stale seeds); decoded
+        once per name."""
+        if kernel_name not in self._named:
+            refs = {i for i, k in enumerate(self._tables.kernels) if k.name == kernel_name}
+            self._named[kernel_name] = [
+                self._entry(i) for i, e in enumerate(self._msg.entries) if e.kernel in refs
+            ]
+        return self._named[kernel_name]
 
     def results(self) -> model.Results:
         try:
