@@ -7,7 +7,8 @@ import sys
 from pathlib import Path
 
 import pytest
-from tuned_kernels.aot.corpus import load_corpus
+from tuned_kernels.aot.corpus import Case, load_corpus
+from tuned_kernels.aot.heuristics import heuristic_seeds
 from tuned_kernels.aot.search import neighbours, seeded
 from tuned_kernels.aot.tuner import TuneOptions, Tuner, work_items
 from tuned_kernels.hardware import target_for_arch
@@ -80,6 +81,23 @@ def test_seeded_search_walks_neighbours_from_its_seeds() -> None:
         model.Config.of({"B": 32}, num_warps=1),
         model.Config.of({"B": 32}, num_warps=4),
     }
+
+
+def test_matmul_seeds_follow_the_shape_and_the_chip() -> None:
+    from tuned_kernels.aot.kernels.matmul import matmul_configs
+    from tuned_kernels.triton_autotuner import config_from_triton
+
+    space = [config_from_triton(c) for c in matmul_configs()]
+
+    def tile(c: model.Config) -> tuple[object, ...]:
+        return dict(c.kwargs)["BLOCK_M"], dict(c.kwargs)["BLOCK_N"], c.num_warps, c.num_stages
+
+    prefill = Case.of(M=4096, N=4096, K=4096, dtype="float16")
+    decode = Case.of(M=16, N=4096, K=4096, dtype="float16")
+    assert tile(heuristic_seeds(target_for_arch("sm90"), "matmul", prefill, space)[0]) == (128, 256, 8, 3)
+    assert tile(heuristic_seeds(target_for_arch("sm80"), "matmul", prefill, space)[0]) == (128, 128, 8, 3)
+    assert all(tile(c)[0] == 32 for c in heuristic_seeds(target_for_arch("sm90"), "matmul", decode, space))
+    assert heuristic_seeds(target_for_arch("sm90"), "attention", prefill, space) == []
 
 
 def test_tune_command_writes_a_results_file_inspect_can_read(tmp_path: Path) -> None:

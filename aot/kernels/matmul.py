@@ -12,11 +12,17 @@ from tuned_kernels.registry.choice import ImplementationChoice
 ACTIVATIONS = ("none", "relu", "gelu", "silu")
 
 
+def _config(bm: int, bn: int, bk: int, warps: int, stages: int) -> triton.Config:
+    return triton.Config(
+        {"BLOCK_M": bm, "BLOCK_N": bn, "BLOCK_K": bk, "GROUP_M": 8}, num_warps=warps, num_stages=stages
+    )
+
+
 def matmul_configs() -> list[triton.Config]:
-    return [
-        triton.Config({"BLOCK_M": bm, "BLOCK_N": bn, "BLOCK_K": bk, "GROUP_M": 8}, num_warps=w, num_stages=s)
-        for bm, bn, bk, w, s in itertools.product((32, 64, 128), (32, 64, 128), (32, 64), (4, 8), (3, 4))
-    ]
+    """A grid of small and medium tiles, plus the large tiles Hopper-class GPUs want for big shapes."""
+    grid = itertools.product((32, 64, 128), (32, 64, 128), (32, 64), (4, 8), (3, 4))
+    large = ((128, 256, 64, 8, 3), (256, 128, 64, 8, 3), (128, 256, 64, 8, 4), (256, 128, 64, 8, 4))
+    return [_config(*c) for c in (*grid, *large)]
 
 
 @triton.jit
@@ -46,13 +52,16 @@ def _matmul_tile(
     rm = pid_m * BLOCK_M + tl.arange(0, BLOCK_M)
     rn = pid_n * BLOCK_N + tl.arange(0, BLOCK_N)
     rk = tl.arange(0, BLOCK_K)
-    a_ptrs = a_ptr + rm[:, None] * stride_am + rk[None, :] * stride_ak
-    b_ptrs = b_ptr + rk[:, None] * stride_bk + rn[None, :] * stride_bn
+    # rows and columns past the edge wrap round (their results are never stored): loads mask only on K
+    ram = rm % M
+    rbn = rn % N
+    a_ptrs = a_ptr + ram[:, None] * stride_am + rk[None, :] * stride_ak
+    b_ptrs = b_ptr + rk[:, None] * stride_bk + rbn[None, :] * stride_bn
     acc = tl.zeros((BLOCK_M, BLOCK_N), dtype=tl.float32)
     for k in range(0, tl.cdiv(K, BLOCK_K)):
         k_left = K - k * BLOCK_K
-        a = tl.load(a_ptrs, mask=(rm[:, None] < M) & (rk[None, :] < k_left), other=0.0)
-        b = tl.load(b_ptrs, mask=(rk[:, None] < k_left) & (rn[None, :] < N), other=0.0)
+        a = tl.load(a_ptrs, mask=rk[None, :] < k_left, other=0.0)
+        b = tl.load(b_ptrs, mask=rk[:, None] < k_left, other=0.0)
         acc = tl.dot(a, b, acc)
         a_ptrs += BLOCK_K * stride_ak
         b_ptrs += BLOCK_K * stride_bk
