@@ -85,6 +85,7 @@ def test_seeded_search_walks_neighbours_from_its_seeds() -> None:
 
 def test_matmul_seeds_follow_the_shape_and_the_chip() -> None:
     from tuned_kernels.aot.kernels.matmul import matmul_configs
+
     from tuned_kernels.triton_autotuner import config_from_triton
 
     space = [config_from_triton(c) for c in matmul_configs()]
