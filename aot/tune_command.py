@@ -75,7 +75,7 @@ def run_tune(request: TuneRequest, created_at: str) -> TuneReport:
         default_benchmarker(target.arch != "cpu"),
         request.options,
         seeds,
-        progress.line,
+        progress,
         blobs,
     )
     with disabled():  # the tuner measures configs itself: bundles must not answer for it

@@ -8,9 +8,10 @@ every case (atomically), so an interrupted run leaves a valid file and `resume` 
 from __future__ import annotations
 
 import contextlib
+import functools
 import time
 from collections.abc import Callable, Sequence
-from concurrent.futures import ThreadPoolExecutor
+from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -19,6 +20,7 @@ from tuned_kernels.aot.benchmark import Benchmarker
 from tuned_kernels.aot.corpus import Case, Corpus, KernelFamily
 from tuned_kernels.aot.heuristics import heuristic_seeds
 from tuned_kernels.aot.launch import config_space, forced_config, probe_key
+from tuned_kernels.aot.progress import ProgressEvent
 from tuned_kernels.registry.choice import ImplementationChoice
 from tuned_kernels.registry.hook import serving
 
@@ -27,6 +29,8 @@ from tuned_kernels.nearest import nearest_key
 from tuned_kernels.triton_autotuner import config_from_triton, kernel_identity
 from tuned_kernels.triton_compile import artifact_of, is_compiled_kernel, warmup
 
+OnConfig = Callable[[int, int, "model.Config | None", "float | None"], None]
+Probed = tuple[model.TuningKey, dict[str, Any], dict[str, Any]]  # key, named launch arguments, inputs
 KEEP_TIMINGS = 5  # the winner and the next best few
 CHECK_SEED_OFFSET = 1_000_003  # check inputs are drawn apart from benchmark inputs
 
@@ -58,6 +62,14 @@ class TuneReport:
     artifact_bytes: int = 0
     artifact_note: str = ""
 
+    def add(self, family: str, entry: model.Entry) -> None:
+        self.tuned += 1
+        self.configs_benchmarked += entry.configs_benchmarked
+        self.rejected += len(entry.rejected)
+        self.artifacts += len(entry.artifacts)
+        self.artifact_bytes += sum(a.size_bytes for a in entry.artifacts)
+        self.per_family[family] = self.per_family.get(family, 0) + 1
+
 
 @dataclass(frozen=True)
 class WorkItem:
@@ -80,7 +92,7 @@ class Tuner:
         benchmarker: Benchmarker,
         options: TuneOptions,
         seeds_from: Sequence[model.Entry] = (),
-        on_progress: Callable[[str], None] = lambda _: None,
+        on_progress: Callable[[ProgressEvent], None] = lambda _: None,
         blobs: dict[str, bytes] | None = None,
     ) -> None:
         self.target = target
@@ -90,29 +102,39 @@ class Tuner:
         self.seeds_from = seeds_from
         self.on_progress = on_progress
         self.blobs = blobs if blobs is not None else {}  # artifact file contents, shared with the writer
-        self.seconds = {"compile": 0.0, "benchmark": 0.0}  # parallel precompile; inside the benchmarker
+        # waiting for compilation not hidden behind measuring; inside the benchmarker
+        self.seconds = {"compile": 0.0, "benchmark": 0.0}
+        self._compilers: ThreadPoolExecutor | None = None
+        self._coordinator = ThreadPoolExecutor(1, thread_name_prefix="tuned-kernels-compile-next")
 
     # -- one case -----------------------------------------------------------------------------------
 
-    def key_of(self, item: WorkItem) -> tuple[model.TuningKey, dict[str, Any], dict[str, Any]]:
+    def key_of(self, item: WorkItem) -> Probed:
         inputs = item.family.make_inputs(item.case, self.device, self._generator(0))
         key, named = probe_key(item.family.kernel, lambda: item.family.run(inputs))
         return key, named, inputs
 
-    def tune_case(
-        self, item: WorkItem, probed: tuple[model.TuningKey, dict[str, Any], dict[str, Any]]
-    ) -> model.Entry:
+    def tune_case(self, item: WorkItem, probed: Probed, on_config: OnConfig = lambda *_: None) -> model.Entry:
+        """Measures and checks `item`'s configs; `on_config` hears (configs done, configs in the space, best
+        so far, its time) after each one."""
         family, kernel = item.family, item.family.kernel
         key, named, bench_inputs = probed
         check_inputs = family.make_inputs(item.case, self.device, self._generator(CHECK_SEED_OFFSET))
         reference = family.reference(check_inputs)
         space = {config_from_triton(c): c for c in config_space(kernel, named)}
-        t0 = time.monotonic()
-        self._precompile(kernel, named, list(space.values()))
-        self.seconds["compile"] += time.monotonic() - t0
         rejected: list[model.Rejection] = []
+        progress: dict[str, Any] = {"done": 0, "best": None, "best_ms": None}
+        on_config(0, len(space), None, None)
 
         def measure(config: model.Config) -> float | None:
+            time_ms = check_and_time(config)
+            progress["done"] += 1
+            if time_ms is not None and (progress["best_ms"] is None or time_ms < progress["best_ms"]):
+                progress.update(best=config, best_ms=time_ms)
+            on_config(progress["done"], len(space), progress["best"], progress["best_ms"])
+            return time_ms
+
+        def check_and_time(config: model.Config) -> float | None:
             reason = None
             with forced_config(kernel, space[config]):
                 try:
@@ -182,18 +204,44 @@ class Tuner:
             seeds = [earlier[near].best, *(t.config for t in earlier[near].timings[:2]), *seeds]
         return seeds
 
-    def _precompile(self, kernel: Any, named: dict[str, Any], configs: list[Any]) -> None:
-        """Compiles every config on `jobs` threads before benchmarking starts (GPU only: the interpreter
-        has nothing to compile). Failures are left for `measure` to record."""
-        if self.options.jobs <= 1 or self.target.arch == "cpu":
-            return
+    def _on_config(
+        self,
+        event: Callable[..., ProgressEvent],
+        n: int,
+        item: WorkItem,
+        done: int,
+        total: int,
+        best: model.Config | None,
+        best_ms: float | None,
+    ) -> None:
+        described = best.describe() if best is not None else None
+        self.on_progress(
+            event(n, item, configs_done=done, configs_total=total, best=described, best_ms=best_ms)
+        )
+
+    def _start_compiling(self, kernel: Any, named: dict[str, Any]) -> Future[None] | None:
+        """Compiles every config of the space on the `jobs` compile threads, in the background, so a key's
+        space compiles while the key before it is measured (GPU only: the interpreter compiles nothing).
+        Failures are left for `measure` to record."""
+        if self.options.jobs <= 1 or self.target.arch == "cpu" or not is_compiled_kernel(kernel):
+            return None
+        if self._compilers is None:
+            self._compilers = ThreadPoolExecutor(
+                self.options.jobs, thread_name_prefix="tuned-kernels-compile"
+            )
+        pool = self._compilers
 
         def compile_one(config: Any) -> None:
             with contextlib.suppress(Exception):
                 warmup(kernel, named, config_from_triton(config))
 
-        with ThreadPoolExecutor(self.options.jobs) as pool:
-            list(pool.map(compile_one, configs))
+        configs = config_space(kernel, named)  # here: pruning uses the autotuner's own state
+
+        def compile_all() -> None:
+            for job in [pool.submit(compile_one, c) for c in configs]:
+                job.result()
+
+        return self._coordinator.submit(compile_all)
 
     def _generator(self, offset: int) -> Any:
         import torch
@@ -208,51 +256,69 @@ class Tuner:
         done: dict[model.EntrySlot, model.Entry],
         save: Callable[[dict[model.EntrySlot, model.Entry]], None],
     ) -> TuneReport:
+        """Tunes `items` in order, skipping slots in `done`; each new entry goes into `done` and `save`.
+        While one key is measured, the next key's space compiles on the compile threads."""
         report = TuneReport(cases=len(items))
         start = time.monotonic()
-        for n, item in enumerate(items, 1):
-            if (
-                self.options.time_budget_s is not None
-                and time.monotonic() - start > self.options.time_budget_s
-            ):
-                report.stopped_early = True
-                break
-            probed = self.key_of(item)
-            identity = kernel_identity(item.family.kernel)
-            slot = (identity.name, identity.source_hash, probed[0])
-            if slot in done:
-                report.resumed += 1
-                self.on_progress(
-                    f"[{n}/{len(items)}] {item.family.name} {item.case.id}: done earlier, skipped"
-                )
-                continue
-            t0 = time.monotonic()
-            # an implementation choice runs kernels tuned earlier in this run: they serve their entries
-            choice = isinstance(item.family.kernel, ImplementationChoice)
-            serve = serving(done.values()) if choice else contextlib.nullcontext()
-            try:
-                with serve:
-                    entry = self.tune_case(item, probed)
-            except NoValidConfig as exc:
-                report.failed.append(str(exc))
-                self.on_progress(f"[{n}/{len(items)}] {exc}")
-                continue
-            done[slot] = entry
-            save(done)
-            report.tuned += 1
-            report.configs_benchmarked += entry.configs_benchmarked
-            report.rejected += len(entry.rejected)
-            report.artifacts += len(entry.artifacts)
-            report.artifact_bytes += sum(a.size_bytes for a in entry.artifacts)
-            report.per_family[item.family.name] = report.per_family.get(item.family.name, 0) + 1
-            elapsed = time.monotonic() - start
-            eta = elapsed / n * (len(items) - n)
-            self.on_progress(
-                f"[{n}/{len(items)}] {item.family.name} {item.case.id}: best {entry.best.describe()} "
-                f"{entry.best_time_ms:.4g} ms, {entry.configs_benchmarked} configs, "
-                f"{len(entry.rejected)} rejected "
-                f"({time.monotonic() - t0:.1f}s, ETA {eta:.0f}s)"
+        ahead: dict[int, tuple[Probed, Future[None] | None]] = {}
+
+        def prepare(i: int) -> None:
+            """Probes item i's key and starts compiling its space, unless it was tuned already."""
+            if i < len(items) and i not in ahead:
+                probed = self.key_of(items[i])
+                fresh = slot_of(items[i], probed) not in done
+                ahead[i] = probed, self._start_compiling(items[i].family.kernel, probed[1]) if fresh else None
+
+        def event(n: int, item: WorkItem, **fields: Any) -> ProgressEvent:
+            fields = {"configs_done": 0, "configs_total": 0, "best": None, "best_ms": None, **fields}
+            return ProgressEvent(
+                n, len(items), item.family.name, item.case.id, elapsed_s=time.monotonic() - start, **fields
             )
+
+        try:
+            for n, item in enumerate(items, 1):
+                budget = self.options.time_budget_s
+                if budget is not None and time.monotonic() - start > budget:
+                    report.stopped_early = True
+                    break
+                prepare(n - 1)
+                probed, compiling = ahead.pop(n - 1)
+                slot = slot_of(item, probed)
+                if slot in done:
+                    report.resumed += 1
+                    self.on_progress(event(n, item, summary="done earlier, skipped"))
+                    continue
+                prepare(n)  # the next key's space compiles while this one is measured
+                if compiling is not None:
+                    t0 = time.monotonic()
+                    compiling.result()
+                    self.seconds["compile"] += time.monotonic() - t0
+                t0 = time.monotonic()
+                # an implementation choice runs kernels tuned earlier in this run: they serve their entries
+                choice = isinstance(item.family.kernel, ImplementationChoice)
+                serve = serving(done.values()) if choice else contextlib.nullcontext()
+                try:
+                    with serve:
+                        entry = self.tune_case(
+                            item, probed, functools.partial(self._on_config, event, n, item)
+                        )
+                except NoValidConfig as exc:
+                    report.failed.append(str(exc))
+                    self.on_progress(event(n, item, summary=f"FAILED: {exc}"))
+                    continue
+                done[slot] = entry
+                save(done)
+                report.add(item.family.name, entry)
+                summary = (
+                    f"best {entry.best.describe()} {entry.best_time_ms:.4g} ms, "
+                    f"{entry.configs_benchmarked} configs, {len(entry.rejected)} rejected "
+                    f"in {time.monotonic() - t0:.1f}s"
+                )
+                self.on_progress(event(n, item, summary=summary))
+        finally:
+            self._coordinator.shutdown(wait=False, cancel_futures=True)
+            if self._compilers is not None:
+                self._compilers.shutdown(wait=False, cancel_futures=True)
         report.seconds = time.monotonic() - start
         report.compile_seconds = self.seconds["compile"]
         report.benchmark_seconds = self.seconds["benchmark"]
@@ -263,6 +329,11 @@ class Tuner:
         else:
             report.artifact_note = f"{report.artifacts} compiled kernels kept, {report.artifact_bytes} bytes"
         return report
+
+
+def slot_of(item: WorkItem, probed: Probed) -> model.EntrySlot:
+    identity = kernel_identity(item.family.kernel)
+    return identity.name, identity.source_hash, probed[0]
 
 
 def artifacts_apply(target: model.Target) -> bool:

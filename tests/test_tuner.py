@@ -2,13 +2,16 @@
 
 from __future__ import annotations
 
+import io
 import subprocess
 import sys
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
 from tuned_kernels.aot.corpus import Case, load_corpus
 from tuned_kernels.aot.heuristics import heuristic_seeds
+from tuned_kernels.aot.progress import Progress, ProgressEvent, bar_line
 from tuned_kernels.aot.search import neighbours, seeded
 from tuned_kernels.aot.tuner import TuneOptions, Tuner, work_items
 from tuned_kernels.hardware import target_for_arch
@@ -25,6 +28,7 @@ def tune(
     shard: tuple[int, int] = (0, 1),
     items_limit: int | None = None,
     done: dict[model.EntrySlot, model.Entry] | None = None,
+    on_progress: Callable[[ProgressEvent], None] = lambda _: None,
 ) -> tuple[dict[model.EntrySlot, model.Entry], int]:
     corpus = load_corpus(PLANTED)
     calls = {"n": 0}
@@ -35,7 +39,7 @@ def tune(
         config = kernel.configs[0]  # forced: the one config being measured
         return 0.5 if config.kwargs["BUG"] else 10.0 / config.kwargs["BLOCK"] + config.num_warps
 
-    tuner = Tuner(target_for_arch("cpu"), "cpu", bench, TuneOptions(shard=shard))
+    tuner = Tuner(target_for_arch("cpu"), "cpu", bench, TuneOptions(shard=shard), on_progress=on_progress)
     items = work_items(corpus, "quick", shard)[:items_limit]
     held = dict(done or {})
     tuner.run(items, held, lambda _: None)
@@ -66,6 +70,31 @@ def test_two_shards_merged_equal_one_unsharded_run(tmp_path: Path) -> None:
     b, _ = tune(tmp_path, shard=(1, 2))
     assert a.keys().isdisjoint(b.keys())
     assert merge_entries([a.values(), b.values()]) == merge_entries([full.values()])
+
+
+def test_progress_reports_each_config_the_best_so_far_and_each_finished_key(tmp_path: Path) -> None:
+    events: list[ProgressEvent] = []
+    entries, _ = tune(tmp_path, items_limit=2, on_progress=events.append)
+    first_key = [e for e in events if e.index == 1]
+    assert [e.configs_done for e in first_key if e.summary is None] == list(
+        range(first_key[0].configs_total + 1)
+    )
+    finished = [e for e in events if e.summary is not None]
+    assert [e.index for e in finished] == [1, 2] and finished[-1].eta_s == 0
+    last_config = first_key[-2]  # the planted benchmarker times both keys alike
+    assert {e.best_time_ms for e in entries.values()} == {last_config.best_ms}
+    assert {e.best.describe() for e in entries.values()} == {last_config.best}
+
+    log = io.StringIO()  # not a terminal: one plain line per finished key, no bar
+    for event in events:
+        Progress(log)(event)
+    lines = log.getvalue().splitlines()
+    assert (
+        len(lines) == 2
+        and lines[0].startswith("[1/2] double n=100: best BLOCK=64 BUG=0")
+        and "rejected" in lines[0]
+    )
+    assert bar_line(first_key[2], 200).startswith("[") and "2/" in bar_line(first_key[2], 200)
 
 
 def test_seeded_search_walks_neighbours_from_its_seeds() -> None:
