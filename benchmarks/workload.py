@@ -36,10 +36,9 @@ def _matmul(shapes: list[tuple[int, int, int]], dtype: str, **extra: str) -> lis
     return [Case.of(M=m, N=n, K=k, dtype=dtype, **extra) for m, n, k in shapes]
 
 
+_MATMUL_SHAPES = {"cold": _matmul(_FP16, "float16"), "bf16": _matmul(_BF16, "bfloat16")}
 CORPUS = (
-    dataclasses.replace(
-        _FAMILIES["matmul"], shapes={"cold": _matmul(_FP16, "float16"), "bf16": _matmul(_BF16, "bfloat16")}
-    ),
+    dataclasses.replace(_FAMILIES["matmul"], shapes=_MATMUL_SHAPES),
     dataclasses.replace(
         _FAMILIES["matmul_bias_act"], shapes={"cold": _matmul(_FUSED, "float16", act="silu")}
     ),
@@ -47,6 +46,10 @@ CORPUS = (
         _FAMILIES["softmax"], shapes={"cold": [Case.of(rows=r, N=n, dtype="float16") for r, n in _SOFTMAX]}
     ),
 )
+
+
+# kernel selection for ops.matmul (Triton kernel or torch.matmul), tuned after the matmul keys it times
+WITH_SELECTION = (*CORPUS, dataclasses.replace(_FAMILIES["matmul_impl"], shapes=_MATMUL_SHAPES))
 
 
 def _counting_triton() -> dict[str, float]:
@@ -165,22 +168,26 @@ def hot_path(launches: int = 20000, blocks: int = 7) -> dict[str, Any]:
 
 
 def quality(paths: list[str]) -> dict[str, Any]:
-    """Every config of each key re-measured in this one process: the shipped winner vs the best now, and
-    matmul vs torch.matmul (cuBLAS)."""
+    """Every config of each key re-measured in this one process: the shipped winner vs the best now; the
+    matmul kernel, and `ops.matmul` choosing per key as the files record, vs torch.matmul (cuBLAS)."""
     import torch
     from tuned_kernels.aot.benchmark import DeviceBenchmarker
-    from tuned_kernels.registry.hook import disabled
+    from tuned_kernels.aot.kernels.matmul import MATMUL_CHOICE, matmul
+    from tuned_kernels.registry.hook import disabled, serving
 
     from tuned_kernels.results import read_results
+    from tuned_kernels.triton_autotuner import kernel_identity
 
     bench = DeviceBenchmarker(warmup_ms=10, rep_ms=50)
-    winners: dict[str, dict[Any, Any]] = {}
-    for path in paths:
-        winners[path] = {e.key: e.best for e in read_results(path).entries}
+    files = {path: read_results(path).entries for path in paths}
+    winners = {path: {(e.kernel.name, e.key): e.best for e in entries} for path, entries in files.items()}
+    choice_name = kernel_identity(MATMUL_CHOICE).name
+    selection = [e for entries in files.values() for e in entries]
     rows = []
     gen = torch.Generator().manual_seed(1)
     with disabled():
         for family in CORPUS:
+            name = kernel_identity(family.kernel).name
             for shape_set in ("cold", "bf16"):
                 for case in family.shapes.get(shape_set, ()):
                     inputs = family.make_inputs(case, "cuda", gen)
@@ -188,13 +195,21 @@ def quality(paths: list[str]) -> dict[str, Any]:
                     best_now = min(times.values())
                     row = {"family": family.name, "case": case.id, "best_now_ms": best_now}
                     for path, chosen in winners.items():
-                        if key in chosen and chosen[key] in times:
-                            row[os.path.basename(path)] = best_now / times[chosen[key]]
+                        if chosen.get((name, key)) in times:
+                            row[os.path.basename(path)] = best_now / times[chosen[(name, key)]]
                     if family.name == "matmul":
                         a, b = inputs["a"], inputs["b"]
                         cublas = bench(lambda a=a, b=b: torch.matmul(a, b))
                         row["cublas_ms"] = cublas
-                        row["vs_cublas"] = cublas / times[chosen_or_best(winners, key, times)]
+                        row["vs_cublas"] = cublas / times[chosen_or_best(winners, (name, key), times)]
+                        impl = next(
+                            (w[(choice_name, key)] for w in winners.values() if (choice_name, key) in w), None
+                        )
+                        if impl is not None:  # the op as shipped: selection and kernel config from the files
+                            with serving(selection):
+                                row["ops_matmul_ms"] = bench(lambda a=a, b=b: matmul(a, b))
+                            row["ops_vs_cublas"] = cublas / row["ops_matmul_ms"]
+                            row["ops_impl"] = dict(impl.kwargs)["IMPL"]
                     rows.append(row)
     return {"rows": rows}
 
@@ -218,11 +233,12 @@ def _every_config(family: Any, inputs: Any, bench: Any) -> tuple[Any, dict[Any, 
     return key, times
 
 
-def chosen_or_best(winners: dict[str, dict[Any, Any]], key: Any, times: dict[Any, float]) -> Any:
-    """The first results file's winner for `key` if it was measured, else the fastest config now."""
+def chosen_or_best(winners: dict[str, dict[Any, Any]], slot: Any, times: dict[Any, float]) -> Any:
+    """The first results file's winner for `slot` (kernel name, key) if it was measured, else the fastest
+    config now."""
     for chosen in winners.values():
-        if chosen.get(key) in times:
-            return chosen[key]
+        if chosen.get(slot) in times:
+            return chosen[slot]
     return min(times, key=lambda c: times[c])
 
 
