@@ -103,6 +103,8 @@ class Bench:
         self.report["tune"] = out
 
     def cold(self, repeats: int, with_no_caches: bool = True) -> None:
+        if not (self.work / "exhaustive.pb.zst").exists():
+            raise SystemExit(f"cold: no {self.work}/exhaustive.pb.zst; run the tune step first (same --work)")
         _, text = self.tool(
             ["build-wheel", str(self.work / "exhaustive.pb.zst"), "-o", str(self.work / "dist")], self.env()
         )
@@ -384,7 +386,15 @@ def main() -> None:
     )
     parser.add_argument("--repeats", type=int, default=3)
     parser.add_argument("--entries", type=int, default=100_000, help="entries of the synthetic bundle (load)")
-    parser.add_argument("--table-from", default=None, help="print the table of an earlier JSON and stop")
+    parser.add_argument(
+        "--table-from",
+        nargs="+",
+        default=None,
+        help="print the table of earlier JSON files (merged) and stop",
+    )
+    parser.add_argument(
+        "--work", default=None, help="working folder, kept: a later call's steps find its results files there"
+    )
     parser.add_argument(
         "--short",
         action="store_true",
@@ -392,9 +402,14 @@ def main() -> None:
     )
     args = parser.parse_args()
     if args.table_from:
-        print(table(json.loads(Path(args.table_from).read_text())))
+        merged: dict[str, Any] = {}
+        for path in args.table_from:
+            merged.update(json.loads(Path(path).read_text()))
+        print(table(merged))
         return
-    bench = Bench(Path(tempfile.mkdtemp(prefix="tk-bench-")), args.json)
+    work = Path(args.work) if args.work else Path(tempfile.mkdtemp(prefix="tk-bench-"))
+    work.mkdir(parents=True, exist_ok=True)
+    bench = Bench(work, args.json)
     steps = args.steps.split(",")
     for step in steps:
         t0 = time.perf_counter()
