@@ -5,12 +5,14 @@ With several GPUs visible, one worker process per GPU tunes a sub-shard and the 
 
 from __future__ import annotations
 
+import dataclasses
 import os
+import shutil
 import subprocess
 import sys
 import tempfile
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -25,7 +27,7 @@ from tuned_kernels.errors import ResultsFormatError
 from tuned_kernels.results import merge_results, read_results, write_results
 from tuned_kernels.version import TOOL_VERSION
 
-WORKER_ENV = "TUNED_KERNELS_TUNE_WORKER"
+CLAIMS_ENV = "TUNED_KERNELS_TUNE_CLAIMS"  # set for worker processes: where keys are claimed
 
 
 @dataclass(frozen=True)
@@ -45,12 +47,39 @@ def header_now(target: model.Target, producer: model.Producer, created_at: str) 
 
 def run_tune(request: TuneRequest, created_at: str) -> TuneReport:
     import torch
-    from tuned_kernels.registry.hook import disabled
 
     target = detect()
     gpus = torch.cuda.device_count() if target.arch != "cpu" else 0
-    if gpus > 1 and not os.environ.get(WORKER_ENV):
+    claims = os.environ.get(CLAIMS_ENV)
+    if claims:  # a worker started by _run_workers
+        return _tune_here(request, target, created_at, claimer(Path(claims)))
+    if gpus > 1:
         return _run_workers(request, gpus, target, created_at)
+    return _tune_here(request, target, created_at)
+
+
+def claimer(folder: Path) -> Callable[[int], bool]:
+    """Work items are shared out as they are reached: the first process to create item i's claim file
+    tunes it (so a GPU that finishes early takes more keys, instead of waiting on a fixed slice)."""
+
+    def claim(index: int) -> bool:
+        try:
+            os.close(os.open(folder / str(index), os.O_CREAT | os.O_EXCL | os.O_WRONLY))
+        except FileExistsError:
+            return False
+        return True
+
+    return claim
+
+
+def _tune_here(
+    request: TuneRequest,
+    target: model.Target,
+    created_at: str,
+    claim: Callable[[int], bool] = lambda _: True,
+) -> TuneReport:
+    from tuned_kernels.registry.hook import disabled
+
     families = select_families(load_corpus(request.corpus), request.kernels)
     header = header_now(target, model.Producer.TUNE, created_at)
     done: dict[model.EntrySlot, model.Entry] = {}
@@ -79,7 +108,7 @@ def run_tune(request: TuneRequest, created_at: str) -> TuneReport:
         blobs,
     )
     with disabled():  # the tuner measures configs itself: bundles must not answer for it
-        report = tuner.run(work_items(families, request.shapes, request.options.shard), done, save)
+        report = tuner.run(work_items(families, request.shapes, request.options.shard), done, save, claim)
     progress.close()
     if not Path(request.output).exists():
         save(done)  # an empty shard still writes a valid file
@@ -87,14 +116,19 @@ def run_tune(request: TuneRequest, created_at: str) -> TuneReport:
 
 
 def _run_workers(request: TuneRequest, gpus: int, target: model.Target, created_at: str) -> TuneReport:
-    """One process per GPU, each a sub-shard of this shard; their files are merged into the output."""
-    index, count = request.options.shard
+    """This process tunes on GPU 0 and starts one worker process per other GPU; all of them take this
+    shard's keys as they reach them (claim files), and their files are merged into the output."""
     start = time.monotonic()
     with tempfile.TemporaryDirectory(prefix="tuned-kernels-workers-") as tmp:
-        parts, procs = [], []
-        for gpu in range(gpus):
-            part = str(Path(tmp) / f"part{gpu}.pb")
-            parts.append(part)
+        claims = Path(tmp) / "claims"
+        claims.mkdir()
+        parts = [str(Path(tmp) / f"part{gpu}.pb") for gpu in range(gpus)]
+        resume = request.resume and Path(request.output).exists()
+        if resume:  # every participant skips the keys finished earlier
+            for part in parts:
+                shutil.copyfile(request.output, part)
+        procs = []
+        for gpu in range(1, gpus):
             argv = [
                 sys.executable,
                 "-m",
@@ -105,9 +139,9 @@ def _run_workers(request: TuneRequest, gpus: int, target: model.Target, created_
                 "--shapes",
                 request.shapes,
                 "-o",
-                part,
+                parts[gpu],
                 "--shard",
-                f"{index + count * gpu}/{count * gpus}",
+                "{}/{}".format(*request.options.shard),
                 "--strategy",
                 request.options.strategy,
                 "--jobs",
@@ -115,22 +149,25 @@ def _run_workers(request: TuneRequest, gpus: int, target: model.Target, created_
                 "--artifacts",
                 request.options.artifacts,
             ]
+            argv += ["--resume"] if resume else []
             argv += [a for k in request.kernels for a in ("--kernels", k)]
             argv += [a for s in request.seed_files for a in ("--seed-from", s)]
             if request.options.time_budget_s is not None:
                 argv += ["--time-budget", str(request.options.time_budget_s)]
-            env = {**os.environ, WORKER_ENV: "1", "CUDA_VISIBLE_DEVICES": str(gpu)}
+            env = {**os.environ, CLAIMS_ENV: str(claims), "CUDA_VISIBLE_DEVICES": _device_of(gpu)}
             # the workers' summaries go to stderr: stdout carries this command's own (perhaps JSON) summary
             procs.append(subprocess.Popen(argv, env=env, stdout=sys.stderr))
-        failed = [gpu for gpu, p in enumerate(procs) if p.wait() != 0]
+        try:
+            own = dataclasses.replace(request, output=parts[0])
+            _tune_here(own, target, created_at, claimer(claims))
+        finally:
+            failed = [gpu for gpu, p in enumerate(procs, 1) if p.wait() != 0]
         inputs = []
         for part in parts:
             try:
                 inputs.append((part, read_results(part)))
-            except ResultsFormatError:
+            except (ResultsFormatError, OSError):
                 continue
-        if request.resume and Path(request.output).exists():
-            inputs.append((request.output, read_results(request.output)))
         merged = merge_results(inputs, created_at=created_at, tool_version=TOOL_VERSION)
         write_results(
             request.output,
@@ -146,3 +183,13 @@ def _run_workers(request: TuneRequest, gpus: int, target: model.Target, created_
     )
     report.failed = [f"worker on GPU {gpu} failed" for gpu in failed]
     return report
+
+
+def _device_of(gpu: int) -> str:
+    """The device id a worker for this process's `gpu`-th visible GPU must see."""
+    visible = os.environ.get("CUDA_VISIBLE_DEVICES")
+    if visible:
+        ids = [v.strip() for v in visible.split(",") if v.strip()]
+        if gpu < len(ids):
+            return ids[gpu]
+    return str(gpu)

@@ -255,12 +255,25 @@ class Tuner:
         items: Sequence[WorkItem],
         done: dict[model.EntrySlot, model.Entry],
         save: Callable[[dict[model.EntrySlot, model.Entry]], None],
+        claim: Callable[[int], bool] = lambda _: True,
     ) -> TuneReport:
-        """Tunes `items` in order, skipping slots in `done`; each new entry goes into `done` and `save`.
+        """Tunes `items` in order, skipping slots in `done` and items another process claimed (`claim(i)`
+        is asked once per item, when this run reaches it); each new entry goes into `done` and `save`.
         While one key is measured, the next key's space compiles on the compile threads."""
         report = TuneReport(cases=len(items))
         start = time.monotonic()
         ahead: dict[int, tuple[Probed, Future[None] | None]] = {}
+        claimed: dict[int, bool] = {}
+
+        def mine(i: int) -> bool:
+            if i not in claimed:
+                claimed[i] = claim(i)
+            return claimed[i]
+
+        def next_mine(i: int) -> int:
+            while i < len(items) and not mine(i):
+                i += 1
+            return i
 
         def prepare(i: int) -> None:
             """Probes item i's key and starts compiling its space, unless it was tuned already."""
@@ -281,6 +294,8 @@ class Tuner:
                 if budget is not None and time.monotonic() - start > budget:
                     report.stopped_early = True
                     break
+                if not mine(n - 1):
+                    continue
                 prepare(n - 1)
                 probed, compiling = ahead.pop(n - 1)
                 slot = slot_of(item, probed)
@@ -288,7 +303,7 @@ class Tuner:
                     report.resumed += 1
                     self.on_progress(event(n, item, summary="done earlier, skipped"))
                     continue
-                prepare(n)  # the next key's space compiles while this one is measured
+                prepare(next_mine(n))  # the next key's space compiles while this one is measured
                 if compiling is not None:
                     t0 = time.monotonic()
                     compiling.result()

@@ -29,6 +29,7 @@ def tune(
     items_limit: int | None = None,
     done: dict[model.EntrySlot, model.Entry] | None = None,
     on_progress: Callable[[ProgressEvent], None] = lambda _: None,
+    claim: Callable[[int], bool] = lambda _: True,
 ) -> tuple[dict[model.EntrySlot, model.Entry], int]:
     corpus = load_corpus(PLANTED)
     calls = {"n": 0}
@@ -42,7 +43,7 @@ def tune(
     tuner = Tuner(target_for_arch("cpu"), "cpu", bench, TuneOptions(shard=shard), on_progress=on_progress)
     items = work_items(corpus, "quick", shard)[:items_limit]
     held = dict(done or {})
-    tuner.run(items, held, lambda _: None)
+    tuner.run(items, held, lambda _: None, claim)
     return held, calls["n"]
 
 
@@ -186,10 +187,23 @@ def test_capture_records_a_programs_own_autotuned_kernel(tmp_path: Path) -> None
     assert all(e.found_by is model.FoundBy.CAPTURED and len(e.timings) == 2 for e in results.entries)
 
 
+def test_keys_another_process_claimed_are_left_to_it(tmp_path: Path) -> None:
+    from tuned_kernels.aot.tune_command import claimer
+
+    claims = tmp_path / "claims"
+    claims.mkdir()
+    (claims / "1").touch()  # another GPU's process reached item 1 first
+    entries, _ = tune(tmp_path, claim=claimer(claims))
+    assert sorted(e.key[0] for e in entries.values()) == [100, 1000, 3000]
+    assert sorted(p.name for p in claims.iterdir()) == ["0", "1", "2", "3"]
+    again, calls = tune(tmp_path, claim=claimer(claims))  # a latecomer finds every item taken
+    assert again == {} and calls == 0
+
+
 def test_one_worker_per_gpu_covers_every_key_and_keeps_stdout_for_the_summary(
     tmp_path: Path, capfd: pytest.CaptureFixture[str]
 ) -> None:
-    """The multi-GPU path, run here with two worker processes on the cpu target."""
+    """The multi-GPU path, run here on the cpu target: this process and one worker share the keys."""
     from tuned_kernels.aot.tune_command import TuneRequest, _run_workers
 
     out = tmp_path / "r.pb"
