@@ -114,6 +114,16 @@ class Tuner:
         key, named = probe_key(item.family.kernel, lambda: item.family.run(inputs))
         return key, named, inputs
 
+    def _slot_on_meta(self, item: WorkItem) -> model.EntrySlot | None:
+        """The item's slot probed with inputs on torch's `meta` device (shapes, no data); None when the
+        family cannot make its inputs there."""
+        try:
+            inputs = item.family.make_inputs(item.case, "meta", self._generator(0))
+            key, named = probe_key(item.family.kernel, lambda: item.family.run(inputs))
+        except Exception:  # a user corpus need not support meta inputs: the real probe decides
+            return None
+        return slot_of(item, (key, named, inputs))
+
     def tune_case(self, item: WorkItem, probed: Probed, on_config: OnConfig = lambda *_: None) -> model.Entry:
         """Measures and checks `item`'s configs; `on_config` hears (configs done, configs in the space, best
         so far, its time) after each one."""
@@ -262,7 +272,7 @@ class Tuner:
         While one key is measured, the next key's space compiles on the compile threads."""
         report = TuneReport(cases=len(items))
         start = time.monotonic()
-        ahead: dict[int, tuple[Probed, Future[None] | None]] = {}
+        ahead: dict[int, tuple[Probed, Future[None] | None] | None] = {}
         claimed: dict[int, bool] = {}
 
         def mine(i: int) -> bool:
@@ -278,6 +288,9 @@ class Tuner:
         def prepare(i: int) -> None:
             """Probes item i's key and starts compiling its space, unless it was tuned already."""
             if i < len(items) and i not in ahead:
+                if done and self._slot_on_meta(items[i]) in done:
+                    ahead[i] = None  # tuned earlier: no inputs made (a resumed run skips these fast)
+                    return
                 probed = self.key_of(items[i])
                 fresh = slot_of(items[i], probed) not in done
                 ahead[i] = probed, self._start_compiling(items[i].family.kernel, probed[1]) if fresh else None
@@ -297,12 +310,13 @@ class Tuner:
                 if not mine(n - 1):
                     continue
                 prepare(n - 1)
-                probed, compiling = ahead.pop(n - 1)
-                slot = slot_of(item, probed)
-                if slot in done:
+                prepared = ahead.pop(n - 1)
+                if prepared is None or slot_of(item, prepared[0]) in done:
                     report.resumed += 1
                     self.on_progress(event(n, item, summary="done earlier, skipped"))
                     continue
+                probed, compiling = prepared
+                slot = slot_of(item, probed)
                 prepare(next_mine(n))  # the next key's space compiles while this one is measured
                 if compiling is not None:
                     t0 = time.monotonic()

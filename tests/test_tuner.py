@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import io
 import subprocess
 import sys
@@ -63,6 +64,22 @@ def test_resume_skips_finished_keys_and_matches_an_uninterrupted_run(tmp_path: P
     resumed, resumed_calls = tune(tmp_path, done=half)
     assert resumed == full
     assert resumed_calls == full_calls // 2  # only the two unfinished keys were benchmarked
+
+
+def test_resume_makes_no_inputs_for_finished_keys(tmp_path: Path) -> None:
+    finished, _ = tune(tmp_path)
+    family = load_corpus(PLANTED)[0]
+    devices: list[str] = []
+
+    def make_inputs(case: Case, device: object, gen: object) -> dict[str, object]:
+        devices.append(str(device))
+        return family.make_inputs(case, device, gen)
+
+    counting = dataclasses.replace(family, make_inputs=make_inputs)
+    tuner = Tuner(target_for_arch("cpu"), "cpu", lambda fn: 1.0, TuneOptions())
+    report = tuner.run(work_items([counting], "quick", (0, 1)), dict(finished), lambda _: None)
+    assert report.resumed == 4 and report.tuned == 0
+    assert devices == ["meta"] * 4  # keys probed on torch's meta device: no data made
 
 
 def test_two_shards_merged_equal_one_unsharded_run(tmp_path: Path) -> None:
