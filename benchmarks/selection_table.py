@@ -32,7 +32,9 @@ def main(path: str) -> None:
     for dtype, ratios in sorted(by_dtype.items()):
         geo = math.exp(sum(map(math.log, ratios)) / len(ratios))
         wins = sum(r > 1 for r in ratios)
-        print(f"\n{dtype}: Triton vs cuBLAS geomean {geo:.2f}, Triton chosen for {wins} of {len(ratios)} keys")
+        print(
+            f"\n{dtype}: Triton vs cuBLAS geomean {geo:.2f}, Triton chosen for {wins} of {len(ratios)} keys"
+        )
 
 
 if __name__ == "__main__":

@@ -6,6 +6,7 @@ SiLU, and row softmax. Shape sets: `cold` (the workload), `bf16` (matmul keys fo
 
     python workload.py first-result      # runs the workload once, prints RESULT {json}
     python workload.py hot-path          # per-launch time of a tiny autotuned kernel
+    python workload.py hot-path-interleaved  # the same, tuned-kernels on and off in one process
     python workload.py quality R...      # re-measures every config of each key in R now
     python workload.py bundle-load N     # load + first look-up of run.py's synthetic N-entry bundle
 """
@@ -167,6 +168,36 @@ def hot_path(launches: int = 20000, blocks: int = 7) -> dict[str, Any]:
     return {"us_per_launch": statistics.median(per_launch[1:]), "samples_us": per_launch}
 
 
+def hot_path_interleaved(launches: int = 20000, rounds: int = 8) -> dict[str, Any]:
+    """Per-launch time with tuned-kernels enabled and disabled in one process, blocks alternating (ABBA),
+    so process-to-process noise (clocks, placement) cancels; the kernel's key was served by tuned-kernels."""
+    import torch
+    from tuned_kernels.registry.hook import disable, enable
+
+    x = torch.zeros(4096, device="cuda")
+
+    def launch() -> None:
+        _add_one[lambda meta: (triton.cdiv(4096, meta["BLOCK"]),)](x, 4096)
+
+    enable()
+    launch()
+    torch.cuda.synchronize()
+    samples: dict[str, list[float]] = {"on": [], "off": []}
+    for r in range(rounds + 1):  # round 0 warms up and is dropped
+        for mode in ("on", "off") if r % 2 else ("off", "on"):
+            if mode == "on":
+                enable()
+            else:
+                disable()
+            t0 = time.perf_counter()
+            for _ in range(launches):
+                launch()
+            torch.cuda.synchronize()
+            if r:
+                samples[mode].append((time.perf_counter() - t0) / launches * 1e6)
+    return {mode: statistics.median(v) for mode, v in samples.items()} | {"samples_us": samples}
+
+
 def quality(paths: list[str]) -> dict[str, Any]:
     """Every config of each key re-measured in this one process: the shipped winner vs the best now; the
     matmul kernel, and `ops.matmul` choosing per key as the files record, vs torch.matmul (cuBLAS)."""
@@ -280,6 +311,8 @@ def main() -> None:
         out = first_result()
     elif mode == "hot-path":
         out = hot_path()
+    elif mode == "hot-path-interleaved":
+        out = hot_path_interleaved()
     elif mode == "quality":
         out = quality(args)
     elif mode == "bundle-load":
