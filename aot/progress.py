@@ -24,12 +24,16 @@ class ProgressEvent:
     summary: str | None = None  # set once the item is finished (tuned, skipped or failed)
 
     @property
+    def items_finished(self) -> float:
+        """Items finished, counting the measured fraction of the current one."""
+        if self.summary is not None:
+            return float(self.index)
+        return self.index - 1 + (self.configs_done / self.configs_total if self.configs_total else 0.0)
+
+    @property
     def eta_s(self) -> float | None:
-        """Remaining time, from the pace so far (a finished fraction of the current item counts)."""
-        fraction = 0.0 if self.summary is None else 1.0
-        if self.summary is None and self.configs_total:
-            fraction = self.configs_done / self.configs_total
-        finished = self.index - 1 + fraction
+        """Remaining time, from the pace so far."""
+        finished = self.items_finished
         if finished <= 0:
             return None
         return self.elapsed_s / finished * (self.total - finished)
@@ -46,10 +50,7 @@ def duration(seconds: float | None) -> str:
 def bar_line(event: ProgressEvent, width: int) -> str:
     """`[#####-----] 3/8 matmul M=16,...: 20/76 configs, best 0.0123 ms (BLOCK_M=...), ETA 1m05s`"""
     cells = 20
-    done = (event.index - 1 + (event.configs_done / event.configs_total if event.configs_total else 0)) / max(
-        event.total, 1
-    )
-    filled = min(cells, int(done * cells))
+    filled = min(cells, int(event.items_finished / max(event.total, 1) * cells))
     best = f"best {event.best_ms:.4g} ms ({event.best})" if event.best_ms is not None else "best -"
     text = (
         f"[{'#' * filled}{'-' * (cells - filled)}] {event.index}/{event.total} {event.family} {event.case}: "

@@ -29,7 +29,7 @@ from tuned_kernels.nearest import nearest_key
 from tuned_kernels.triton_autotuner import config_from_triton, kernel_identity
 from tuned_kernels.triton_compile import artifact_of, is_compiled_kernel, warmup
 
-OnConfig = Callable[[int, int, "model.Config | None", "float | None"], None]
+OnConfig = Callable[[int, int, "str | None", "float | None"], None]
 Probed = tuple[model.TuningKey, dict[str, Any], dict[str, Any]]  # key, named launch arguments, inputs
 KEEP_TIMINGS = 5  # the winner and the next best few
 CHECK_SEED_OFFSET = 1_000_003  # check inputs are drawn apart from benchmark inputs
@@ -54,7 +54,7 @@ class TuneReport:
     rejected: int = 0
     stopped_early: bool = False
     seconds: float = 0.0
-    compile_seconds: float = 0.0  # compiling the space on --jobs threads before measuring
+    compile_seconds: float = 0.0  # waiting for a key's space to compile (not hidden behind measuring)
     benchmark_seconds: float = 0.0  # inside the benchmarker: the pure measuring time
     per_family: dict[str, int] = field(default_factory=dict)
     failed: list[str] = field(default_factory=list)
@@ -104,8 +104,6 @@ class Tuner:
         self.blobs = blobs if blobs is not None else {}  # artifact file contents, shared with the writer
         # waiting for compilation not hidden behind measuring; inside the benchmarker
         self.seconds = {"compile": 0.0, "benchmark": 0.0}
-        self._compilers: ThreadPoolExecutor | None = None
-        self._coordinator = ThreadPoolExecutor(1, thread_name_prefix="tuned-kernels-compile-next")
 
     # -- one case -----------------------------------------------------------------------------------
 
@@ -126,7 +124,7 @@ class Tuner:
 
     def tune_case(self, item: WorkItem, probed: Probed, on_config: OnConfig = lambda *_: None) -> model.Entry:
         """Measures and checks `item`'s configs; `on_config` hears (configs done, configs in the space, best
-        so far, its time) after each one."""
+        so far described, its time) after each one."""
         family, kernel = item.family, item.family.kernel
         key, named, bench_inputs = probed
         check_inputs = family.make_inputs(item.case, self.device, self._generator(CHECK_SEED_OFFSET))
@@ -141,7 +139,8 @@ class Tuner:
             progress["done"] += 1
             if time_ms is not None and (progress["best_ms"] is None or time_ms < progress["best_ms"]):
                 progress.update(best=config, best_ms=time_ms)
-            on_config(progress["done"], len(space), progress["best"], progress["best_ms"])
+            best = progress["best"].describe() if progress["best"] is not None else None
+            on_config(progress["done"], len(space), best, progress["best_ms"])
             return time_ms
 
         def check_and_time(config: model.Config) -> float | None:
@@ -214,44 +213,21 @@ class Tuner:
             seeds = [earlier[near].best, *(t.config for t in earlier[near].timings[:2]), *seeds]
         return seeds
 
-    def _on_config(
-        self,
-        event: Callable[..., ProgressEvent],
-        n: int,
-        item: WorkItem,
-        done: int,
-        total: int,
-        best: model.Config | None,
-        best_ms: float | None,
-    ) -> None:
-        described = best.describe() if best is not None else None
-        self.on_progress(
-            event(n, item, configs_done=done, configs_total=total, best=described, best_ms=best_ms)
-        )
-
-    def _start_compiling(self, kernel: Any, named: dict[str, Any]) -> Future[None] | None:
-        """Compiles every config of the space on the `jobs` compile threads, in the background, so a key's
-        space compiles while the key before it is measured (GPU only: the interpreter compiles nothing).
-        Failures are left for `measure` to record."""
+    def _start_compiling(
+        self, pool: ThreadPoolExecutor, kernel: Any, named: dict[str, Any]
+    ) -> list[Future[None]]:
+        """Compiles every config of the space on `pool` in the background, so a key's space compiles while
+        the key before it is measured (GPU only: the interpreter compiles nothing). Failures are left for
+        `measure` to record."""
         if self.options.jobs <= 1 or self.target.arch == "cpu" or not is_compiled_kernel(kernel):
-            return None
-        if self._compilers is None:
-            self._compilers = ThreadPoolExecutor(
-                self.options.jobs, thread_name_prefix="tuned-kernels-compile"
-            )
-        pool = self._compilers
+            return []
 
         def compile_one(config: Any) -> None:
             with contextlib.suppress(Exception):
                 warmup(kernel, named, config_from_triton(config))
 
-        configs = config_space(kernel, named)  # here: pruning uses the autotuner's own state
-
-        def compile_all() -> None:
-            for job in [pool.submit(compile_one, c) for c in configs]:
-                job.result()
-
-        return self._coordinator.submit(compile_all)
+        # pruned here, on the calling thread: pruning uses the autotuner's own state
+        return [pool.submit(compile_one, c) for c in config_space(kernel, named)]
 
     def _generator(self, offset: int) -> Any:
         import torch
@@ -272,8 +248,9 @@ class Tuner:
         While one key is measured, the next key's space compiles on the compile threads."""
         report = TuneReport(cases=len(items))
         start = time.monotonic()
-        ahead: dict[int, tuple[Probed, Future[None] | None] | None] = {}
+        ahead: dict[int, tuple[model.EntrySlot, Probed, list[Future[None]]] | None] = {}
         claimed: dict[int, bool] = {}
+        compilers = ThreadPoolExecutor(max(1, self.options.jobs), thread_name_prefix="tuned-kernels-compile")
 
         def mine(i: int) -> bool:
             if i not in claimed:
@@ -286,20 +263,44 @@ class Tuner:
             return i
 
         def prepare(i: int) -> None:
-            """Probes item i's key and starts compiling its space, unless it was tuned already."""
-            if i < len(items) and i not in ahead:
-                if done and self._slot_on_meta(items[i]) in done:
-                    ahead[i] = None  # tuned earlier: no inputs made (a resumed run skips these fast)
-                    return
-                probed = self.key_of(items[i])
-                fresh = slot_of(items[i], probed) not in done
-                ahead[i] = probed, self._start_compiling(items[i].family.kernel, probed[1]) if fresh else None
+            """Probes item i's key and starts compiling its space; `ahead[i]` is None for an item tuned
+            earlier."""
+            if i >= len(items) or i in ahead:
+                return
+            item = items[i]
+            ahead[i] = None
+            if done and self._slot_on_meta(item) in done:
+                return  # no inputs made: a resumed run skips finished keys fast
+            probed = self.key_of(item)
+            slot = slot_of(item, probed)
+            if slot not in done:
+                ahead[i] = (slot, probed, self._start_compiling(compilers, item.family.kernel, probed[1]))
 
-        def event(n: int, item: WorkItem, **fields: Any) -> ProgressEvent:
-            fields = {"configs_done": 0, "configs_total": 0, "best": None, "best_ms": None, **fields}
+        def event(
+            n: int,
+            item: WorkItem,
+            configs_done: int = 0,
+            configs_total: int = 0,
+            best: str | None = None,
+            best_ms: float | None = None,
+            summary: str | None = None,
+        ) -> ProgressEvent:
+            elapsed = time.monotonic() - start
             return ProgressEvent(
-                n, len(items), item.family.name, item.case.id, elapsed_s=time.monotonic() - start, **fields
+                n,
+                len(items),
+                item.family.name,
+                item.case.id,
+                configs_done,
+                configs_total,
+                best,
+                best_ms,
+                elapsed,
+                summary,
             )
+
+        def emit_config(n: int, item: WorkItem, *measured: Any) -> None:
+            self.on_progress(event(n, item, *measured))
 
         try:
             for n, item in enumerate(items, 1):
@@ -311,26 +312,23 @@ class Tuner:
                     continue
                 prepare(n - 1)
                 prepared = ahead.pop(n - 1)
-                if prepared is None or slot_of(item, prepared[0]) in done:
+                if prepared is None:
                     report.resumed += 1
                     self.on_progress(event(n, item, summary="done earlier, skipped"))
                     continue
-                probed, compiling = prepared
-                slot = slot_of(item, probed)
+                slot, probed, compiling = prepared
                 prepare(next_mine(n))  # the next key's space compiles while this one is measured
-                if compiling is not None:
-                    t0 = time.monotonic()
-                    compiling.result()
-                    self.seconds["compile"] += time.monotonic() - t0
+                t0 = time.monotonic()
+                for job in compiling:
+                    job.result()
+                self.seconds["compile"] += time.monotonic() - t0
                 t0 = time.monotonic()
                 # an implementation choice runs kernels tuned earlier in this run: they serve their entries
                 choice = isinstance(item.family.kernel, ImplementationChoice)
                 serve = serving(done.values()) if choice else contextlib.nullcontext()
                 try:
                     with serve:
-                        entry = self.tune_case(
-                            item, probed, functools.partial(self._on_config, event, n, item)
-                        )
+                        entry = self.tune_case(item, probed, functools.partial(emit_config, n, item))
                 except NoValidConfig as exc:
                     report.failed.append(str(exc))
                     self.on_progress(event(n, item, summary=f"FAILED: {exc}"))
@@ -345,9 +343,7 @@ class Tuner:
                 )
                 self.on_progress(event(n, item, summary=summary))
         finally:
-            self._coordinator.shutdown(wait=False, cancel_futures=True)
-            if self._compilers is not None:
-                self._compilers.shutdown(wait=False, cancel_futures=True)
+            compilers.shutdown(wait=False, cancel_futures=True)
         report.seconds = time.monotonic() - start
         report.compile_seconds = self.seconds["compile"]
         report.benchmark_seconds = self.seconds["benchmark"]
