@@ -1,6 +1,7 @@
 """`tuned-kernels tune`: tunes a corpus on this machine's target into a results file.
 
-With several GPUs visible, one worker process per GPU tunes a sub-shard and the parts are merged.
+With several GPUs visible, this process tunes on the first and one worker process per other GPU joins it;
+each takes the next key nobody has claimed, and the parts are merged.
 """
 
 from __future__ import annotations
