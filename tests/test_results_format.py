@@ -167,7 +167,7 @@ def test_bad_file_makes_inspect_fail_with_one_line(
 
 def test_decompression_is_bounded() -> None:
     bomb = encode_results(SAMPLE, "x.textproto.zst")
-    with pytest.raises(ResultsFormatError, match="more than the 100-byte limit"):
+    with pytest.raises(ResultsFormatError, match="more than this file's 100-byte budget"):
         decode_results(bomb, "x.textproto.zst", max_bytes=100)
 
 

@@ -11,13 +11,22 @@ class UnknownTargetError(TunedKernelsError):
     """A target name (e.g. from TUNED_KERNELS_TARGET) that tuned-kernels does not know."""
 
 
+MAX_CAUSE_CHARS = 200
+
+
+def one_line(text: str, limit: int = MAX_CAUSE_CHARS) -> str:
+    """`text` on one line of at most `limit` characters: what a file says must not flood the user's log."""
+    flat = " ".join(text.split())
+    return flat if len(flat) <= limit else flat[: limit - 3] + "..."
+
+
 class ResultsFormatError(TunedKernelsError):
     """A results file that cannot be read: bad extension, corrupt, truncated, foreign or a newer schema."""
 
     def __init__(self, path: str, cause: str) -> None:
-        super().__init__(f"{path}: {cause}")
         self.path = path
-        self.cause = cause
+        self.cause = one_line(cause)
+        super().__init__(f"{one_line(path)}: {self.cause}")
 
 
 class MergeConflictError(TunedKernelsError):

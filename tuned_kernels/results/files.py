@@ -1,7 +1,10 @@
 """The one reader and the one writer of results files.
 
-Reading is defensive: decompression is bounded, binary payloads carry a sha256, the schema version is
-checked and every field is validated; any problem is one `ResultsFormatError` naming the file and cause.
+Reading is defensive: only regular files are opened (a FIFO or device would block or never end), and
+memory and time are bounded before any work by a budget that grows with the file's size on disk
+(`read_budget`): the decompressed bytes and the parser's estimated memory must both fit in it, so a small
+file cannot expand into gigabytes. Binary payloads carry a sha256, the schema version is checked and
+every field is validated; any problem is one short `ResultsFormatError` naming the file and cause.
 Writing is atomic: a temporary file in the same directory, fsync'd, then renamed over the target.
 """
 
@@ -9,6 +12,7 @@ from __future__ import annotations
 
 import hashlib
 import os
+import stat
 import tempfile
 from pathlib import Path
 
@@ -23,6 +27,21 @@ from tuned_kernels.results.formats import format_for
 from tuned_kernels.results.view import ResultsView
 
 MAX_DECODED_BYTES = 1 << 30  # 1 GiB: far above any real bundle, far below a zip bomb
+BUDGET_BASE_BYTES = 16 << 20  # every file may use this much ...
+BUDGET_PER_FILE_BYTE = 32  # ... plus this much per byte on disk (real bundles decompress 3-9x)
+MAX_TEXT_BYTES = 8 << 20  # text is parsed in Python (~1 s per few MB): hand-edited files are far smaller
+# What the parser allocates is bounded by counting the bytes that can start an element: every sub-message,
+# string or bytes field starts with a length-delimited tag (field numbers 1-9 in our schema; unknown fields
+# are kept as raw bytes), every text-format message or string with one of these characters. upb spends
+# 60-75 bytes on an empty sub-message that takes 2 bytes on the wire.
+PARSE_BYTES_PER_ELEMENT = 64
+_BINARY_ELEMENT_TAGS = bytes((number << 3) | 2 for number in range(1, 10))
+_TEXT_ELEMENT_CHARS = b"{<\"'"
+
+
+def read_budget(size_on_disk: int) -> int:
+    """The bytes reading a file of this size may decompress to, and the memory its parse may take."""
+    return min(MAX_DECODED_BYTES, BUDGET_BASE_BYTES + BUDGET_PER_FILE_BYTE * size_on_disk)
 
 
 def encode_results(results: model.Results, path: str) -> bytes:
@@ -46,36 +65,65 @@ def encode_results(results: model.Results, path: str) -> bytes:
     return raw
 
 
-def decode_results(raw: bytes, path: str, max_bytes: int = MAX_DECODED_BYTES) -> model.Results:
+def decode_results(raw: bytes, path: str, max_bytes: int | None = None) -> model.Results:
     """Parses bytes read from `path`; raises ResultsFormatError naming `path` and the cause."""
-    return ResultsView(_decode_message(raw, path, max_bytes), path).results()
+    return ResultsView(_decode_message(raw, path, max_bytes or read_budget(len(raw))), path).results()
 
 
-def _decode_message(raw: bytes, path: str, max_bytes: int) -> pb.Results:
+def _decode_message(raw: bytes, path: str, budget: int) -> pb.Results:
     fmt = format_for(path)
     if not raw:
         raise ResultsFormatError(path, "empty file")
     if fmt.compressed:
-        raw = _bounded_decompress(raw, path, max_bytes)
+        raw = _bounded_decompress(raw, path, budget)
+    if fmt.text and len(raw) > MAX_TEXT_BYTES:
+        raise ResultsFormatError(path, f"text larger than the {MAX_TEXT_BYTES}-byte limit: use .pb.zst")
+    _check_parse_cost(raw, path, budget, _TEXT_ELEMENT_CHARS if fmt.text else _BINARY_ELEMENT_TAGS)
     return _parse_text(raw, path) if fmt.text else _parse_binary(raw, path)
 
 
-def read_results(path: str | os.PathLike[str], max_bytes: int = MAX_DECODED_BYTES) -> model.Results:
-    return open_results(path, max_bytes).results()
+def _check_parse_cost(raw: bytes, path: str, budget: int, element_bytes: bytes) -> None:
+    """Refuses data whose parse could take more memory than the budget, counting (at C speed) the bytes
+    that can start an element: an upper bound on the elements the parser allocates."""
+    elements = len(raw) - len(raw.translate(None, element_bytes))
+    if elements * PARSE_BYTES_PER_ELEMENT > budget:
+        raise ResultsFormatError(
+            path, f"up to {elements} elements in {len(raw)} bytes: more than this file's size allows"
+        )
 
 
-def open_results(path: str | os.PathLike[str], max_bytes: int = MAX_DECODED_BYTES) -> ResultsView:
+def read_results(path: str | os.PathLike[str]) -> model.Results:
+    return open_results(path).results()
+
+
+def open_results(path: str | os.PathLike[str]) -> ResultsView:
     """The file opened for look-ups: header checked now, entries decoded (and validated) when asked for."""
     name = os.fspath(path)
     format_for(name)  # an unknown extension fails before any I/O
+    raw = read_regular_file(name, MAX_DECODED_BYTES)
+    return ResultsView(_decode_message(raw, name, read_budget(len(raw))), name)
+
+
+def read_regular_file(name: str, max_bytes: int) -> bytes:
+    """The bytes of `name` if it is a regular file of at most `max_bytes`: checked before reading, and
+    opened without blocking, so a FIFO, device or directory is refused instead of hanging the program."""
     try:
-        with open(name, "rb") as f:
-            raw = f.read(max_bytes + 1)
+        fd = os.open(name, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_CLOEXEC", 0))
     except OSError as exc:
         raise ResultsFormatError(name, exc.strerror or str(exc)) from None
-    if len(raw) > max_bytes:
+    with os.fdopen(fd, "rb") as f:
+        info = os.fstat(fd)
+        if not stat.S_ISREG(info.st_mode):
+            raise ResultsFormatError(name, "not a regular file")
+        if info.st_size > max_bytes:
+            raise ResultsFormatError(name, f"larger than the {max_bytes}-byte limit ({info.st_size} bytes)")
+        try:
+            raw = f.read(max_bytes + 1)
+        except OSError as exc:
+            raise ResultsFormatError(name, exc.strerror or str(exc)) from None
+    if len(raw) > max_bytes:  # it grew while we read
         raise ResultsFormatError(name, f"larger than the {max_bytes}-byte limit")
-    return ResultsView(_decode_message(raw, name, max_bytes), name)
+    return raw
 
 
 def write_results(path: str | os.PathLike[str], results: model.Results) -> None:
@@ -112,7 +160,7 @@ def _bounded_decompress(raw: bytes, path: str, max_bytes: int) -> bytes:
     except zstandard.ZstdError as exc:
         raise ResultsFormatError(path, f"not valid zstd data ({exc})") from None
     if len(out) > max_bytes:
-        raise ResultsFormatError(path, f"decompresses to more than the {max_bytes}-byte limit")
+        raise ResultsFormatError(path, f"decompresses to more than this file's {max_bytes}-byte budget")
     if not out:
         raise ResultsFormatError(path, "not valid zstd data (no frame or empty frame)")
     return bytes(out)
