@@ -9,12 +9,15 @@ from collections.abc import Iterable
 
 from packaging.version import InvalidVersion, Version
 
+from tuned_kernels.errors import BundleError, one_line
+
 PYPI_JSON = "https://pypi.org/pypi/{name}/json"
+MAX_RELEASES_BYTES = 64 << 20
 
 
 def newer_releases(bundled: Iterable[str], released: Iterable[str], include_pre: bool = False) -> list[str]:
     """Releases newer than every bundled version, oldest first (pre-releases only when asked)."""
-    known = [Version(v) for v in bundled]
+    known = [_bundled_version(v) for v in bundled]
     newest = max(known) if known else None
     found = []
     for text in released:
@@ -29,12 +32,25 @@ def newer_releases(bundled: Iterable[str], released: Iterable[str], include_pre:
     return [str(v) for v in sorted(set(found))]
 
 
+def _bundled_version(text: str) -> Version:
+    try:
+        return Version(text)
+    except InvalidVersion:
+        raise BundleError(f"a bundle says it was built with triton {text[:40]!r}, not a version") from None
+
+
 def pypi_releases(source: str, name: str = "triton") -> list[str]:
     """Release versions with at least one file, from PyPI's JSON API or a saved JSON file."""
-    if source.startswith(("http://", "https://")):
-        with urllib.request.urlopen(source.format(name=name), timeout=30) as response:
-            data = json.load(response)
-    else:
-        with open(source, encoding="utf-8") as f:
-            data = json.load(f)
-    return [version for version, files in data.get("releases", {}).items() if files]
+    try:
+        if source.startswith(("http://", "https://")):
+            with urllib.request.urlopen(source.replace("{name}", name), timeout=30) as response:
+                data = json.loads(response.read(MAX_RELEASES_BYTES))
+        else:
+            with open(source, encoding="utf-8") as f:
+                data = json.loads(f.read(MAX_RELEASES_BYTES))
+    except (OSError, ValueError) as exc:  # unreachable, missing, not JSON (URLError is an OSError)
+        raise BundleError(f"cannot read the releases from {source}: {one_line(str(exc))}") from None
+    releases = data.get("releases") if isinstance(data, dict) else None
+    if not isinstance(releases, dict):
+        raise BundleError(f"{source} is not PyPI's JSON for a project (no 'releases')")
+    return [version for version, files in releases.items() if files]

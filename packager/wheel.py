@@ -1,4 +1,6 @@
-"""Bundle wheels: `tuned-kernels-<arch>`, a pure-Python data wheel holding one zstd bundle per compiler.
+"""Bundle wheels: `<publisher>-<arch>` (`tuned-kernels-sm90` by default), a pure-Python data wheel holding one
+zstd bundle per compiler. A team or kernel library publishes under its own name (`build-wheel --name
+acme-tuned`), so its wheel installs beside ours and both are found through the entry point group.
 
 Version scheme: one wheel per target holds a bundle for every compiler version it was tuned with, and
 declares no dependency on triton, so `pip install tuned-kernels-sm90` never changes the user's Triton; at
@@ -15,7 +17,6 @@ import base64
 import hashlib
 import io
 import os
-import re
 import time
 import zipfile
 from collections.abc import Sequence
@@ -24,12 +25,18 @@ from pathlib import Path
 
 from tuned_kernels import model
 from tuned_kernels.errors import BundleError
+from tuned_kernels.naming import (
+    DEFAULT_PUBLISHER,
+    ENTRY_POINT_GROUP,
+    bundle_file_name,
+    distribution_name,
+    entry_point_name,
+    module_name,
+)
 from tuned_kernels.results import read_results
 from tuned_kernels.results.files import encode_results, write_atomic
 from tuned_kernels.results.merge import join
 from tuned_kernels.version import TOOL_VERSION
-
-ENTRY_POINT_GROUP = "tuned_kernels.bundles"
 
 
 @dataclass(frozen=True)
@@ -37,26 +44,24 @@ class BundleWheel:
     arch: str
     version: str
     bundles: tuple[tuple[str, bytes], ...]  # (file name, zstd-compressed results), sorted
+    publisher: str = DEFAULT_PUBLISHER
 
     @property
     def distribution(self) -> str:
-        return f"tuned-kernels-{self.arch}"
+        return distribution_name(self.arch, self.publisher)
 
     @property
     def module(self) -> str:
-        return f"tuned_kernels_bundle_{self.arch}"
+        return module_name(self.arch, self.publisher)
 
     @property
     def filename(self) -> str:
         return f"{self.distribution.replace('-', '_')}-{self.version}-py3-none-any.whl"
 
 
-def bundle_file_name(compiler: model.CompilerFingerprint) -> str:
-    digest = hashlib.sha256(compiler.compiler_id.encode()).hexdigest()[:12]
-    return f"triton-{compiler.triton_version}-{digest}.pb.zst"
-
-
-def plan_wheels(results: Sequence[model.Results], version: str) -> list[BundleWheel]:
+def plan_wheels(
+    results: Sequence[model.Results], version: str, publisher: str = DEFAULT_PUBLISHER
+) -> list[BundleWheel]:
     """One wheel per target arch; within it, one bundle per compiler (entries of equal compilers merged)."""
     groups: dict[str, dict[str, list[model.Results]]] = {}
     for r in results:
@@ -69,7 +74,7 @@ def plan_wheels(results: Sequence[model.Results], version: str) -> list[BundleWh
             merged = join(newest.header, same)
             name = bundle_file_name(newest.header.compiler)
             bundles.append((name, encode_results(merged, name)))
-        wheels.append(BundleWheel(arch, version, tuple(sorted(bundles))))
+        wheels.append(BundleWheel(arch, version, tuple(sorted(bundles)), publisher))
     return wheels
 
 
@@ -102,7 +107,10 @@ def wheel_files(wheel: BundleWheel) -> list[tuple[str, bytes]]:
             f"{dist_info}/WHEEL",
             b"Wheel-Version: 1.0\nGenerator: tuned-kernels\nRoot-Is-Purelib: true\nTag: py3-none-any\n",
         ),
-        (f"{dist_info}/entry_points.txt", f"[{ENTRY_POINT_GROUP}]\n{wheel.arch} = {wheel.module}\n".encode()),
+        (
+            f"{dist_info}/entry_points.txt",
+            f"[{ENTRY_POINT_GROUP}]\n{entry_point_name(wheel.arch, wheel.publisher)} = {wheel.module}\n".encode(),
+        ),
         (f"{dist_info}/top_level.txt", f"{wheel.module}\n".encode()),
     ]
     return sorted(files)
@@ -138,15 +146,15 @@ def valid_version(version: str) -> str:
         raise BundleError(f"--version {version!r} is not a PEP 440 version") from None
 
 
-def build_wheels(result_paths: Sequence[str], out_dir: Path, version: str) -> list[Path]:
+def build_wheels(
+    result_paths: Sequence[str], out_dir: Path, version: str, publisher: str = DEFAULT_PUBLISHER
+) -> list[Path]:
     if not result_paths:
         raise BundleError("build-wheel: no results files given")
     results = [read_results(p) for p in result_paths]
     epoch = int(os.environ.get("SOURCE_DATE_EPOCH", "315532800"))
     written = []
-    for wheel in plan_wheels(results, valid_version(version)):
-        if not re.fullmatch(r"[a-z0-9]+", wheel.arch):
-            raise BundleError(f"cannot name a wheel for target {wheel.arch!r}")
+    for wheel in plan_wheels(results, valid_version(version), publisher):
         path = out_dir / wheel.filename
         write_atomic(path, wheel_bytes(wheel, epoch))
         written.append(path)

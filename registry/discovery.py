@@ -8,9 +8,9 @@ from dataclasses import dataclass
 from importlib import metadata
 from pathlib import Path
 
-from tuned_kernels.results.formats import BINARY_SUFFIXES, COMPRESSED_SUFFIX, TEXT_SUFFIXES
+from tuned_kernels.naming import ENTRY_POINT_GROUP
+from tuned_kernels.results.locate import results_files_in
 
-ENTRY_POINT_GROUP = "tuned_kernels.bundles"
 PATH_ENV = "TUNED_KERNELS_PATH"
 
 
@@ -18,20 +18,6 @@ PATH_ENV = "TUNED_KERNELS_PATH"
 class BundleFile:
     source: str  # "tuned-kernels-sm90 0.1.0" or the TUNED_KERNELS_PATH entry
     path: Path
-
-
-def _is_results_file(path: Path) -> bool:
-    name = path.name.lower().removesuffix(COMPRESSED_SUFFIX)
-    return name.endswith(TEXT_SUFFIXES + BINARY_SUFFIXES)
-
-
-def results_files_in(root: Path) -> list[Path]:
-    """`root` itself if a file, else every results file under it."""
-    if root.is_file():
-        return [root]
-    if root.is_dir():
-        return sorted(p for p in root.rglob("*") if p.is_file() and _is_results_file(p))
-    return []
 
 
 def discover() -> list[BundleFile]:

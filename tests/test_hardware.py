@@ -18,6 +18,7 @@ from tuned_kernels.hardware import probe as detect_module
 from tuned_kernels.hardware.archs import normalize_gcn_arch, triton_target_of
 
 from tuned_kernels.errors import UnknownTargetError
+from tuned_kernels.naming import distribution_name
 
 FIXTURES = sorted((Path(__file__).parent / "fixtures" / "devices").glob("*.json"))
 
@@ -34,7 +35,7 @@ def load_fixture(path: Path) -> tuple[DeviceFacts, dict[str, str]]:
 def test_recorded_device_normalizes_to_its_arch_and_bundle(fixture: Path) -> None:
     facts, expect = load_fixture(fixture)
     target = target_from_facts(facts)
-    assert (target.vendor, target.arch, target.bundle_name) == (
+    assert (target.vendor, target.arch, distribution_name(target.arch)) == (
         expect["vendor"],
         expect["arch"],
         expect["bundle_name"],
@@ -88,7 +89,7 @@ def test_target_override_is_honoured(monkeypatch: pytest.MonkeyPatch, value: str
     monkeypatch.setenv("TUNED_KERNELS_TARGET", value)
     target = detect()
     assert target.arch == value.lower().replace("_", "")
-    assert target.bundle_name == f"tuned-kernels-{target.arch}"
+    assert distribution_name(target.arch) == f"tuned-kernels-{target.arch}"
 
 
 def test_unknown_target_lists_the_valid_ones() -> None:

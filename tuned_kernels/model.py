@@ -30,10 +30,6 @@ class Target:
     driver_version: str = ""
     runtime_version: str = ""
 
-    @property
-    def bundle_name(self) -> str:
-        return f"tuned-kernels-{self.arch}"
-
 
 @dataclass(frozen=True)
 class CompilerFingerprint:

@@ -5,6 +5,8 @@ from __future__ import annotations
 from typing import Any
 
 from tuned_kernels import model
+from tuned_kernels.errors import BundleError
+from tuned_kernels.naming import distribution_name
 
 
 def format_key(key: model.TuningKey) -> str:
@@ -19,7 +21,7 @@ def results_summary(results: model.Results) -> dict[str, Any]:
         "created_at": h.created_at,
         "tool_version": h.tool_version,
         "target": {"vendor": h.target.vendor, "arch": h.target.arch, "device_name": h.target.device_name},
-        "bundle_name": h.target.bundle_name,
+        "bundle_name": _bundle_name(h.target.arch),
         "compiler": {
             "triton_version": h.compiler.triton_version,
             "triton_hash": h.compiler.triton_hash,
@@ -76,7 +78,7 @@ def artifact_bytes_per_kernel(results: model.Results) -> dict[str, int]:
 def results_table(results: model.Results) -> str:
     h = results.header
     lines = [
-        f"target    {h.target.arch} ({h.target.device_name or 'generic'}) -> {h.target.bundle_name}",
+        f"target    {h.target.arch} ({h.target.device_name or 'generic'}) -> {_bundle_name(h.target.arch)}",
         f"compiler  {h.compiler.describe()}, triton hash {h.compiler.triton_hash[:12]}",
         f"producer  {h.producer.value} by tuned-kernels {h.tool_version} at {h.created_at}",
         f"entries   {len(results.entries)} across {len({e.kernel.name for e in results.entries})} kernels",
@@ -106,3 +108,11 @@ def results_table(results: model.Results) -> str:
     widths = [max(len(r[i]) for r in rows) for i in range(len(rows[0]))]
     lines += ["  ".join(c.ljust(w) for c, w in zip(r, widths, strict=True)).rstrip() for r in rows]
     return "\n".join(lines)
+
+
+def _bundle_name(arch: str) -> str:
+    """The wheel this file would go into, or why it cannot (a file's arch is untrusted)."""
+    try:
+        return distribution_name(arch)
+    except BundleError as exc:
+        return f"none ({exc})"
