@@ -9,6 +9,7 @@ lock, so programs that fork workers (pytest-xdist, torchrun) are captured whole.
 from __future__ import annotations
 
 import os
+import shutil
 import subprocess
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -27,16 +28,28 @@ class CaptureReport:
 
 
 def capture(output: str, command: Sequence[str]) -> CaptureReport:
+    """Runs `command` recording into a working file beside `output`, which replaces `output` only when the
+    program recorded something: a program that cannot start, or records nothing, leaves `output` as it was."""
     if not command:
         raise TunedKernelsError("capture: give the program to run after --, e.g. -- python app.py")
     format_for(output)  # a bad extension fails before the program runs
+    if shutil.which(command[0]) is None:
+        raise TunedKernelsError(f"capture: cannot run {command[0]!r}: no such program")
     path = Path(output).resolve()
-    path.unlink(missing_ok=True)
-    env = {**os.environ, "TUNED_KERNELS_CAPTURE": str(path)}
-    returncode = subprocess.call(list(command), env=env)
-    if not path.exists():
-        return CaptureReport(returncode, 0, ())
-    results = read_results(path)
+    if path.is_dir():
+        raise TunedKernelsError(f"capture: -o {output} is a directory")
+    work = path.with_name(f".{path.name}.capturing-{os.getpid()}{path.suffix}")
+    lock = Path(f"{work}.lock")
+    env = {**os.environ, "TUNED_KERNELS_CAPTURE": str(work)}
+    try:
+        returncode = subprocess.call(list(command), env=env)
+        if not work.exists():
+            return CaptureReport(returncode, 0, ())
+        results = read_results(work)
+        os.replace(work, path)
+    finally:
+        work.unlink(missing_ok=True)
+        lock.unlink(missing_ok=True)
     return CaptureReport(
         returncode, len(results.entries), tuple(sorted({e.kernel.name for e in results.entries}))
     )

@@ -26,6 +26,7 @@ from tuned_kernels.hardware import compiler_fingerprint, detect
 from tuned_kernels import model
 from tuned_kernels.errors import ResultsFormatError
 from tuned_kernels.results import merge_results, read_results, write_results
+from tuned_kernels.results.locate import results_files_given
 from tuned_kernels.version import TOOL_VERSION
 
 CLAIMS_ENV = "TUNED_KERNELS_TUNE_CLAIMS"  # set for worker processes: where keys are claimed
@@ -89,9 +90,7 @@ def _tune_here(
         earlier = read_results(request.output)
         done = {e.slot: e for e in earlier.entries}
         blobs.update(earlier.blobs)
-    from tuned_kernels.registry.discovery import results_files_in
-
-    seed_paths = [p for given in request.seed_files for p in results_files_in(Path(given))]
+    seed_paths = results_files_given(request.seed_files)
     seeds = [e for path in seed_paths for e in read_results(path).entries]
 
     def save(entries: dict[model.EntrySlot, model.Entry]) -> None:

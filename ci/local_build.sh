@@ -6,7 +6,7 @@ set -euo pipefail
 OUT=${1:?usage: ci/local_build.sh OUTDIR [TARGET]}
 TARGET=${2:-cpu}
 TK="${PYTHON:-python3} -m tuned_kernels"
-mkdir -p "$OUT"
+mkdir -p "$OUT" "$OUT/seeds"  # the workflow's seeds step makes it, empty unless seeding
 $TK detect --expect "$TARGET"
 for shard in 0/2 1/2; do  # the matrix's tune jobs
   $TK tune --shapes quick --shard "$shard" --seed-from "$OUT/seeds" -o "$OUT/part-${shard%/*}.pb.zst"

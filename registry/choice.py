@@ -18,6 +18,7 @@ from collections.abc import Callable
 from typing import Any
 
 from tuned_kernels import model
+from tuned_kernels.errors import one_line
 from tuned_kernels.triton_autotuner import config_from_triton, kernel_identity, tuning_key
 
 IMPL = "IMPL"
@@ -58,13 +59,17 @@ class ImplementationChoice:
 
     def _decide(self, key: model.TuningKey, args: tuple[Any, ...]) -> str:
         from tuned_kernels.registry.hook import is_enabled
-        from tuned_kernels.registry.runtime import REGISTRY
+        from tuned_kernels.registry.runtime import REGISTRY, warn
 
         default = next(iter(self.impls))
         if not is_enabled():
             return default
         identity = kernel_identity(self)
-        decision = REGISTRY.decide(identity, key)
+        try:
+            decision = REGISTRY.decide(identity, key)
+        except Exception as exc:  # the registry must never break the op: its default implementation runs
+            warn(f"registry look-up failed, using {default}: {one_line(f'{type(exc).__name__}: {exc}')}")
+            return default
         if decision.kind in ("hit", "nearest"):
             chosen = dict(decision.configs[0].kwargs).get(IMPL)
             if chosen in self.impls:

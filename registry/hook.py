@@ -5,6 +5,11 @@ single config it uses it without benchmarking (Triton 3.6 to 3.9). Replacing `pr
 costs nothing on the hot path: a hit returns the stored config, which Triton then caches itself; a miss
 benchmarks the configs here (through the kernel's own `do_bench`), remembers the winner in the overlay, and
 returns it. Kernels defined before or after `enable()` are covered: the method is patched on the class.
+
+A stored config is input from outside the program: it is served only if it is one of the kernel's own
+configs (after its `prune_configs_by`), and a launch that raises with a served config is retried once
+with the key tuned as Triton would, never trying that config again. Configs a bundle recorded as rejected
+(wrong numbers, failed compiles) are never tried on a miss.
 """
 
 from __future__ import annotations
@@ -20,17 +25,12 @@ from tuned_kernels.registry import artifact_cache
 from tuned_kernels.registry.runtime import CAPTURE_ENV, REGISTRY, Decision, warn
 
 from tuned_kernels import model
-from tuned_kernels.triton_autotuner import (
-    config_fits,
-    config_from_triton,
-    config_to_triton,
-    kernel_identity,
-    tuning_key,
-)
+from tuned_kernels.errors import one_line
+from tuned_kernels.triton_autotuner import config_from_triton, kernel_identity, kernel_space, tuning_key
 from tuned_kernels.triton_compile import artifact_of, warmup
 
 _state: dict[str, Any] = {"enabled": False, "original": None}
-_unfit_warned: set[str] = set()
+_unfit_warned: set[tuple[str, str]] = set()
 
 
 def _autotuner_class() -> Any:
@@ -45,8 +45,10 @@ def enable() -> None:
     if _state["original"] is None:
         _state["original"] = cls.prune_configs
         _state["bench"] = cls._bench
+        _state["run"] = cls.run
         cls.prune_configs = _prune_configs
         cls._bench = _bench
+        cls.run = _run
     if len(artifact_cache.STORE):
         artifact_cache.install()
     _state["enabled"] = True
@@ -57,6 +59,7 @@ def disable() -> None:
     if _state["original"] is not None:
         cls.prune_configs = _state["original"]
         cls._bench = _state["bench"]
+        cls.run = _state["run"]
         _state["original"] = None
     artifact_cache.uninstall()
     _state["enabled"] = False
@@ -99,18 +102,17 @@ def _prune_configs(self: Any, kwargs: dict[str, Any]) -> list[Any]:
         key = tuning_key(self, {**self.nargs, **kwargs})
         decision = REGISTRY.decide(identity, key)
     except Exception as exc:  # the registry must never break a launch
-        warn(f"registry look-up failed, tuning normally: {type(exc).__name__}: {exc}")
+        warn(f"registry look-up failed, tuning normally: {one_line(f'{type(exc).__name__}: {exc}')}")
         return list(original(self, kwargs))
     if decision.kind in ("hit", "nearest"):
-        chosen = _as_triton(self, decision.configs[0])
+        chosen = _served(self, decision, identity, kwargs)
         if chosen is not None:
             REGISTRY.count(decision, identity, 0, key)
             self._tuned_kernels_chosen = chosen  # Triton 3.6 benchmarks even a single config: see _bench
+            self._tuned_kernels_served = ((identity.name, identity.source_hash, key), decision)
             return [chosen]
-        if identity.name not in _unfit_warned:  # one warning per kernel, not per key
-            _unfit_warned.add(identity.name)
-            warn(f"stored config {decision.configs[0].describe()} no longer fits {identity.name}; tuning")
-    pruned = list(original(self, kwargs))
+    space = list(original(self, kwargs))
+    pruned = [c for c in space if config_from_triton(c) not in decision.excluded] or space
     if decision.kind == "seed":
         pruned = _seeded_space(self, decision, pruned)
     if len(pruned) == 1:
@@ -118,24 +120,75 @@ def _prune_configs(self: Any, kwargs: dict[str, Any]) -> list[Any]:
         return pruned
     winner, timings = _benchmark(self, pruned, kwargs)
     REGISTRY.count(decision, identity, len(timings), key)
+    self._tuned_kernels_chosen = winner  # measured already: Triton 3.6 would time it once more
+    REGISTRY.remember(*_online_entry(self, identity, key, decision, winner, timings, kwargs))
+    return [winner]
+
+
+def _online_entry(
+    autotuner: Any,
+    identity: model.KernelIdentity,
+    key: model.TuningKey,
+    decision: Decision,
+    winner: Any,
+    timings: dict[Any, list[float]],
+    kwargs: dict[str, Any],
+) -> tuple[model.Entry, dict[str, bytes]]:
+    """What a miss found, to remember: the winner, the next best few, and (capturing) its compiled kernel."""
     ranked = sorted(
         ((t[0], repr(c), c) for c, t in timings.items() if t[0] != float("inf")), key=lambda r: r[:2]
     )
     best = config_from_triton(winner)
-    artifacts, blobs = _captured_artifact(self, {**self.nargs, **kwargs}, best)
-    REGISTRY.remember(
-        model.Entry(
-            kernel=identity,
-            key=key,
-            best=best,
-            timings=tuple(model.Timing(config_from_triton(c), float(t)) for t, _, c in ranked[:5]),
-            found_by=model.FoundBy.SEEDED if decision.kind == "seed" else model.FoundBy.ONLINE,
-            configs_benchmarked=len(timings),
-            artifacts=artifacts,
-        ),
-        blobs,
+    artifacts, blobs = _captured_artifact(autotuner, {**autotuner.nargs, **kwargs}, best)
+    entry = model.Entry(
+        kernel=identity,
+        key=key,
+        best=best,
+        timings=tuple(model.Timing(config_from_triton(c), float(t)) for t, _, c in ranked[:5]),
+        found_by=model.FoundBy.SEEDED if decision.kind == "seed" else model.FoundBy.ONLINE,
+        configs_benchmarked=len(timings),
+        artifacts=artifacts,
     )
-    return [winner]
+    return entry, blobs
+
+
+def _served(
+    autotuner: Any, decision: Decision, identity: model.KernelIdentity, kwargs: dict[str, Any]
+) -> Any | None:
+    """The kernel's own triton.Config equal to the stored one (keeping its pre_hook), or None with one
+    warning per kernel and bundle when the kernel's space (after its early pruning) has no such config."""
+    stored = decision.configs[0]
+    space = kernel_space(autotuner, kwargs)
+    for candidate in space:
+        if config_from_triton(candidate) == stored:
+            return candidate
+    if (identity.name, decision.source) not in _unfit_warned:
+        _unfit_warned.add((identity.name, decision.source))
+        warn(
+            f"{decision.source}: config {one_line(stored.describe(), 80)} is not one of the "
+            f"{len(space)} configs of {identity.name}; tuning instead"
+        )
+    return None
+
+
+def _run(self: Any, *args: Any, **kwargs: Any) -> Any:
+    """Triton's `Autotuner.run`; when the launch raises with a config served in this very call, the key is
+    tuned once as Triton would (without that config) and the launch retried."""
+    self.__dict__.pop("_tuned_kernels_served", None)
+    try:
+        return _state["run"](self, *args, **kwargs)
+    except Exception as exc:
+        served = self.__dict__.pop("_tuned_kernels_served", None)
+        if served is None:
+            raise
+        slot, decision = served
+        self.cache.pop(slot[2], None)
+        REGISTRY.refuse(slot, decision.configs[0])
+        warn(
+            f"{decision.source}: config {one_line(decision.configs[0].describe(), 80)} failed to launch "
+            f"{slot[0]} ({one_line(f'{type(exc).__name__}: {exc}', 120)}); tuning instead"
+        )
+        return _state["run"](self, *args, **kwargs)
 
 
 def _captured_artifact(
@@ -159,14 +212,6 @@ def _bench(self: Any, *args: Any, config: Any, **kwargs: Any) -> list[float]:
         return [0.0, 0.0, 0.0]
     result: list[float] = _state["bench"](self, *args, config=config, **kwargs)
     return result
-
-
-def _as_triton(autotuner: Any, config: model.Config) -> Any:
-    """The kernel's own triton.Config equal to `config` (keeping its pre_hook), else a new one if it fits."""
-    for candidate in autotuner.configs:
-        if config_from_triton(candidate) == config:
-            return candidate
-    return config_to_triton(config) if config_fits(config, autotuner) else None
 
 
 def _seeded_space(autotuner: Any, decision: Decision, pruned: list[Any]) -> list[Any]:

@@ -3,6 +3,10 @@
 One results file per target and compiler under the platformdirs cache directory (or
 TUNED_KERNELS_CACHE_DIR). Many processes (e.g. torchrun ranks) may add entries at once: each update takes
 a file lock, re-reads the file, merges, and replaces it atomically, so nothing is lost or torn.
+
+The overlay is the user's data: a file that cannot be read (corrupt, from a newer schema, unreadable) or
+that another user owns is never rewritten; `OverlayUnusable` says why, and the registry writes to a file
+of its own instead. The file holds at most `MAX_ENTRIES` entries, so an update costs the same at any age.
 """
 
 from __future__ import annotations
@@ -14,11 +18,18 @@ from pathlib import Path
 from filelock import FileLock
 
 from tuned_kernels import model
+from tuned_kernels.errors import TunedKernelsError
+from tuned_kernels.naming import overlay_file_name
 from tuned_kernels.results import read_results, write_results
 from tuned_kernels.results.merge import join
 
 CACHE_ENV = "TUNED_KERNELS_CACHE_DIR"
 LOCK_TIMEOUT_S = 60.0
+MAX_ENTRIES = 4096
+
+
+class OverlayUnusable(TunedKernelsError):
+    """An overlay file this process must leave alone (and write beside)."""
 
 
 def cache_dir() -> Path:
@@ -31,28 +42,55 @@ def cache_dir() -> Path:
 
 
 def overlay_path(target: model.Target, compiler: model.CompilerFingerprint) -> Path:
-    import hashlib
+    return cache_dir() / overlay_file_name(target.arch, compiler)
 
-    digest = hashlib.sha256(compiler.compiler_id.encode()).hexdigest()[:16]
-    return cache_dir() / f"overlay-{target.arch}-triton{compiler.triton_version}-{digest}.pb"
+
+def private_path(path: Path) -> Path:
+    """Where this user writes when `path` is unusable: a file named for the user, beside it."""
+    return path.with_name(f"{path.stem}.uid{_uid()}{path.suffix}")
 
 
 def read_overlay(path: Path) -> model.Results | None:
-    if not path.exists():
+    """The overlay's results, None if there is none yet; raises OverlayUnusable for a file to leave alone."""
+    if not os.path.lexists(path):
         return None
-    return read_results(path)
+    owner = path.lstat().st_uid
+    if owner != _uid():
+        raise OverlayUnusable(f"{path} belongs to another user (uid {owner})")
+    try:
+        return read_results(path)
+    except TunedKernelsError as exc:
+        raise OverlayUnusable(str(exc)) from None
 
 
 def add_to_overlay(
-    path: Path, header: model.Header, entries: Sequence[model.Entry], blobs: Mapping[str, bytes] | None = None
+    path: Path,
+    header: model.Header,
+    entries: Sequence[model.Entry],
+    blobs: Mapping[str, bytes] | None = None,
+    max_entries: int | None = MAX_ENTRIES,
 ) -> None:
-    """Merges `entries` into the overlay at `path` under a file lock (raises OSError on a bad disk)."""
+    """Merges `entries` into the overlay at `path` under a file lock; raises OverlayUnusable (the file is
+    left as it is) or OSError (a bad disk)."""
     path.parent.mkdir(parents=True, exist_ok=True)
     with FileLock(str(path) + ".lock", timeout=LOCK_TIMEOUT_S):
-        held = model.Results(header)
-        if path.exists():
-            try:
-                held = read_results(path)
-            except Exception:  # a corrupt overlay is replaced rather than kept failing every process
-                held = model.Results(header)
-        write_results(path, join(header, [held, model.Results(header, tuple(entries), dict(blobs or {}))]))
+        held = read_overlay(path) or model.Results(header)
+        added = model.Results(header, tuple(entries), dict(blobs or {}))
+        merged = join(header, [held, added])
+        if max_entries is not None:
+            merged = bounded(merged, {e.slot for e in entries}, max_entries)
+        write_results(path, merged)
+
+
+def bounded(results: model.Results, keep: set[model.EntrySlot], max_entries: int) -> model.Results:
+    """At most `max_entries` entries: the slots in `keep` (just tuned) first, then the others in file order."""
+    if len(results.entries) <= max_entries:
+        return results
+    fresh = [e for e in results.entries if e.slot in keep]
+    older = [e for e in results.entries if e.slot not in keep][: max(0, max_entries - len(fresh))]
+    return results.with_entries(tuple(sorted((*fresh, *older), key=model.entry_sort_key)))
+
+
+def _uid() -> int:
+    getuid = getattr(os, "getuid", None)
+    return getuid() if getuid is not None else 0

@@ -44,7 +44,8 @@ def warn(message: str) -> None:
 class Decision:
     kind: str  # "hit", "nearest", "seed", "miss"
     configs: tuple[model.Config, ...] = ()  # hit/nearest: the one config; seed: the configs to try first
-    source: str = ""
+    source: str = ""  # the bundle (or overlay) file that answered
+    excluded: frozenset[model.Config] = frozenset()  # seed/miss: configs known to fail, never tried
 
 
 @dataclass
@@ -77,6 +78,7 @@ class Registry:
         self.bundles: list[ResultsView] = []  # the selected bundles, best first; entries decoded on demand
         self.stale_bundles: list[ResultsView] = []  # with TUNED_KERNELS_STALE=seed
         self.local: Table = {}  # the overlay's entries and those tuned in this process
+        self.refused: dict[model.EntrySlot, model.Config] = {}  # served configs that failed to launch
         self._write_failed = False
         self.target: model.Target | None = None
         self.compiler: model.CompilerFingerprint | None = None
@@ -112,22 +114,34 @@ class Registry:
         for candidate in self.selection.selected:
             view = views[candidate.path]
             if view.has_blobs and artifacts_fit(view.header, target, compiler):
-                artifact_cache.STORE.add(view.results(), candidate.name)
+                try:
+                    artifact_cache.STORE.add(view.results(), candidate.name)
+                except TunedKernelsError as exc:  # one bad entry: this bundle's compiled kernels go unused
+                    self._problem(f"not using the compiled kernels of {candidate.name}: {exc}")
         if len(artifact_cache.STORE):
             artifact_cache.install()
         if os.environ.get(STALE_ENV, "reject") == "seed":
             self.stale_bundles = [views[c.path] for c in self.selection.stale]
-        self.overlay_path = overlay.overlay_path(target, compiler)
-        try:
-            held = overlay.read_overlay(self.overlay_path)
-            if held is not None:
-                self.add_local(held.entries)
-        except TunedKernelsError as exc:
-            self._problem(f"ignoring the overlay cache: {exc}")
+        self.overlay_path = self._open_overlay(overlay.overlay_path(target, compiler))
         self._log_selection()
         report = os.environ.get(REPORT_ENV)
         if report:
             atexit.register(self._write_report, Path(report))
+
+    def _open_overlay(self, shared: Path) -> Path:
+        """The overlay this process reads and writes: the shared file, or this user's own beside it when
+        the shared one must be left alone (unreadable, from a newer schema, another user's)."""
+        for path in (shared, overlay.private_path(shared)):
+            try:
+                held = overlay.read_overlay(path)
+            except TunedKernelsError as exc:
+                self._problem(f"leaving the overlay cache as it is: {exc}")
+                continue
+            if held is not None:
+                self.add_local(held.entries)
+            return path
+        self._write_failed = True  # neither is usable: what is tuned stays in this process
+        return shared
 
     def _write_report(self, path: Path) -> None:
         """Appends this process's hits and misses to `path` (one JSON line; `tuned-kernels coverage`)."""
@@ -166,44 +180,79 @@ class Registry:
         if os.environ.get(CAPTURE_ENV):
             return Decision("miss")  # capturing: every decision is made (and recorded) afresh
         slot = (identity.name, identity.source_hash, key)
-        entry = self._lookup(slot)
-        if entry is not None:
-            return Decision("hit", (entry.best,), "bundle")
+        found = self._lookup(slot) if slot not in self.refused else None
+        if found is not None:
+            entry, source = found
+            return Decision("hit", (entry.best,), source)
         if os.environ.get(ON_MISS_ENV, "tune") == "nearest":
             keys = self._keys_of(identity)
             near = nearest_key(key, keys)
             if near is not None:
-                return Decision("nearest", (keys[near].best,), f"nearest key {near}")
+                return Decision("nearest", (keys[near][0].best,), keys[near][1])
+        excluded = self._known_bad(identity)
         if self.stale_bundles:
             stale = {
-                e.key: e for view in reversed(self.stale_bundles) for e in view.entries_named(identity.name)
+                e.key: e
+                for view in reversed(self.stale_bundles)
+                for e in self._entries_named(view, identity.name)
             }
             near = nearest_key(key, stale)
             if near is not None:
                 old = stale[near]
-                return Decision("seed", (old.best, *(t.config for t in old.timings[:3])), "stale bundle")
-        return Decision("miss")
+                seeds = (old.best, *(t.config for t in old.timings[:3]))
+                return Decision("seed", seeds, "stale bundle", excluded)
+        return Decision("miss", excluded=excluded)
 
-    def _lookup(self, slot: model.EntrySlot) -> model.Entry | None:
+    def refuse(self, slot: model.EntrySlot, config: model.Config) -> None:
+        """A served config failed to launch: from now on this slot is a miss that never tries it."""
+        with self._lock:
+            self.refused[slot] = config
+            self.local.get(slot[:2], {}).pop(slot[2], None)
+
+    def _lookup(self, slot: model.EntrySlot) -> tuple[model.Entry, str] | None:
         for view in self.bundles:
             try:
                 entry = view.lookup(slot)
             except TunedKernelsError as exc:  # a corrupt entry: this bundle answers no more
-                self.bundles = [b for b in self.bundles if b is not view]
-                self._problem(f"dropping bundle {view.path}: {exc}")
+                self._drop(view, exc)
                 continue
             if entry is not None:
-                return entry
-        return self.local.get(slot[:2], {}).get(slot[2])
+                return entry, view.path
+        entry = self.local.get(slot[:2], {}).get(slot[2])
+        return (entry, str(self.overlay_path)) if entry is not None else None
 
-    def _keys_of(self, identity: model.KernelIdentity) -> dict[model.TuningKey, model.Entry]:
+    def _drop(self, view: ResultsView, exc: TunedKernelsError) -> None:
+        self.bundles = [b for b in self.bundles if b is not view]
+        self.stale_bundles = [b for b in self.stale_bundles if b is not view]
+        self._problem(f"dropping bundle: {exc}")
+
+    def _entries_named(self, view: ResultsView, name: str) -> list[model.Entry]:
+        try:
+            return view.entries_named(name)
+        except TunedKernelsError as exc:
+            self._drop(view, exc)
+            return []
+
+    def _keys_of(self, identity: model.KernelIdentity) -> dict[model.TuningKey, tuple[model.Entry, str]]:
         """Every key known for this kernel (same source), bundles winning over the overlay."""
-        keys = dict(self.local.get((identity.name, identity.source_hash), {}))
+        local = self.local.get((identity.name, identity.source_hash), {})
+        keys = {k: (e, str(self.overlay_path)) for k, e in local.items()}
         for view in reversed(self.bundles):
-            for e in view.entries_named(identity.name):
+            for e in self._entries_named(view, identity.name):
                 if e.kernel.source_hash == identity.source_hash:
-                    keys[e.key] = e
+                    keys[e.key] = (e, view.path)
         return keys
+
+    def _known_bad(self, identity: model.KernelIdentity) -> frozenset[model.Config]:
+        """Configs of this kernel that a bundle recorded as rejected (wrong numbers, failed compiles) or
+        that failed to launch here: a miss never tries them."""
+        kernel = (identity.name, identity.source_hash)
+        bad = {config for slot, config in self.refused.items() if slot[:2] == kernel}
+        for view in (*self.bundles, *self.stale_bundles):
+            for e in self._entries_named(view, identity.name):
+                if e.kernel.source_hash == identity.source_hash:
+                    bad.update(r.config for r in e.rejected)
+        return frozenset(bad)
 
     def count(
         self, decision: Decision, identity: model.KernelIdentity, benchmarked: int, key: model.TuningKey
@@ -226,8 +275,11 @@ class Registry:
         if capture:
             entry = dataclasses.replace(entry, found_by=model.FoundBy.CAPTURED)
         path = Path(capture) if capture else self.overlay_path
+        if self._write_failed and not capture:
+            return
         try:
-            overlay.add_to_overlay(path, self.header(model.Producer.CAPTURE), [entry], blobs)
+            limit = None if capture else overlay.MAX_ENTRIES
+            overlay.add_to_overlay(path, self.header(model.Producer.CAPTURE), [entry], blobs, limit)
         except Exception as exc:  # read-only or full disk, lock time-out: keep running, say so once
             if not self._write_failed:
                 self._write_failed = True

@@ -12,18 +12,19 @@ import os
 import sys
 from collections.abc import Sequence
 
-from tuned_kernels.errors import TunedKernelsError
+from tuned_kernels.errors import TunedKernelsError, one_line
 from tuned_kernels.timestamps import utc_now
 
 
 def cmd_detect(args: argparse.Namespace) -> int:
     from tuned_kernels.hardware import compiler_fingerprint, detect
+    from tuned_kernels.naming import distribution_name
 
     target = detect()
     compiler = compiler_fingerprint(target)
     info = {
         **dataclasses.asdict(target),
-        "bundle_name": target.bundle_name,
+        "bundle_name": distribution_name(target.arch),
         "compiler": {
             **dataclasses.asdict(compiler),
             "backend_versions": dict(compiler.backend_versions),
@@ -45,7 +46,7 @@ def cmd_detect(args: argparse.Namespace) -> int:
         print(f"device       {target.device_name or '-'} ({target.multiprocessor_count} multiprocessors)")
         print(f"compiler     {compiler.describe()}, torch {compiler.torch_version}")
         print(f"triton hash  {compiler.triton_hash[:16]}")
-        print(f"bundle       {target.bundle_name}")
+        print(f"bundle       {distribution_name(target.arch)}")
     return 0
 
 
@@ -199,13 +200,14 @@ def cmd_coverage(args: argparse.Namespace) -> int:
 
 
 def cmd_newer_compilers(args: argparse.Namespace) -> int:
-    from pathlib import Path
 
     from tuned_kernels.packager.releases import newer_releases, pypi_releases
-    from tuned_kernels.registry.discovery import results_files_in
     from tuned_kernels.results import open_results
+    from tuned_kernels.results.locate import results_files_given
 
-    paths = [p for given in args.results for p in results_files_in(Path(given))]
+    paths = results_files_given(args.results)
+    if not paths:
+        raise TunedKernelsError(f"no results files in {' '.join(args.results)}: nothing to compare")
     bundled = [open_results(p).header.compiler.triton_version for p in paths]
     newer = newer_releases(bundled, pypi_releases(args.releases), include_pre=args.pre)
     print(json.dumps(newer) if args.json else "\n".join(newer))
@@ -217,7 +219,7 @@ def cmd_build_wheel(args: argparse.Namespace) -> int:
 
     from tuned_kernels.packager.wheel import build_wheels
 
-    for path in build_wheels(args.results, Path(args.output), args.version):
+    for path in build_wheels(args.results, Path(args.output), args.version, args.name):
         print(f"built {path} ({path.stat().st_size} bytes)")
     return 0
 
@@ -288,9 +290,10 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("command_line", nargs=argparse.REMAINDER, metavar="-- COMMAND ...")
     p.set_defaults(func=cmd_capture)
 
-    p = sub.add_parser("build-wheel", help="bundle results into one wheel per target: tuned-kernels-<arch>")
+    p = sub.add_parser("build-wheel", help="bundle results into one wheel per target: NAME-<arch>")
     p.add_argument("results", nargs="+")
     p.add_argument("-o", "--output", default="dist")
+    p.add_argument("--name", default="tuned-kernels", help="the publisher's name: wheels are NAME-<arch>")
     p.add_argument("--version", default="0.1.0", help="the bundle wheel's version (PEP 440)")
     p.set_defaults(func=cmd_build_wheel)
 
@@ -329,6 +332,13 @@ def main(argv: Sequence[str] | None = None) -> int:
         return code
     except TunedKernelsError as exc:
         print(f"tuned-kernels {args.command}: {exc}", file=sys.stderr)
+        return 1
+    except OSError as exc:  # a path that is a directory, read-only, missing, /proc ...
+        where = f"{exc.filename}: " if exc.filename else ""
+        print(f"tuned-kernels {args.command}: {where}{exc.strerror or exc}", file=sys.stderr)
+        return 1
+    except (ValueError, LookupError, TypeError) as exc:  # bad input that reached a library: still one line
+        print(f"tuned-kernels {args.command}: {one_line(f'{type(exc).__name__}: {exc}')}", file=sys.stderr)
         return 1
     except KeyboardInterrupt:
         print(f"tuned-kernels {args.command}: interrupted", file=sys.stderr)

@@ -84,7 +84,11 @@ def config_to_triton(config: model.Config) -> Any:
     )
 
 
-def config_fits(config: model.Config, autotuner: Any) -> bool:
-    """A stored config fits a kernel when the kernel still has every parameter the config sets."""
-    params = set(autotuner.arg_names)
-    return all(name in params for name, _ in config.kwargs)
+def kernel_space(autotuner: Any, kwargs: Mapping[str, Any]) -> list[Any]:
+    """The configs this launch could use: the kernel's own, after its `prune_configs_by` early pruning
+    (not its performance model, which only ranks). Reads `autotuner.nargs`, as `prune_configs` does."""
+    configs = list(autotuner.configs)
+    prune = getattr(autotuner, "early_config_prune", None)
+    if prune is not None and len(configs) > 1:
+        configs = list(prune(configs, autotuner.nargs, **kwargs))
+    return configs
