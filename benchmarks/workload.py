@@ -295,7 +295,7 @@ def bundle_load(entries: int) -> dict[str, Any]:
     t0 = time.perf_counter()
     compiler_fingerprint(detect())
     t1 = time.perf_counter()
-    decision = REGISTRY.decide(model.KernelIdentity(*SYNTHETIC), synthetic_key(entries - 1))
+    decision = REGISTRY.decide(model.KernelIdentity(*SYNTHETIC), synthetic_key(entries - 1), lambda _: True)
     t2 = time.perf_counter()
     return {
         "detect_ms": (t1 - t0) * 1e3,

@@ -66,15 +66,14 @@ class ImplementationChoice:
             return default
         identity = kernel_identity(self)
         try:
-            decision = REGISTRY.decide(identity, key)
+            own = {config_from_triton(c) for c in self.configs}
+            decision = REGISTRY.decide(identity, key, own.__contains__)
         except Exception as exc:  # the registry must never break the op: its default implementation runs
             warn(f"registry look-up failed, using {default}: {one_line(f'{type(exc).__name__}: {exc}')}")
             return default
         if decision.kind in ("hit", "nearest"):
-            chosen = dict(decision.configs[0].kwargs).get(IMPL)
-            if chosen in self.impls:
-                REGISTRY.count(decision, identity, 0, key)
-                return str(chosen)
+            REGISTRY.count(decision, identity, 0, key)
+            return str(dict(decision.configs[0].kwargs)[IMPL])
         times = {name: _time(_bound(impl, args)) for name, impl in self.impls.items()}
         winner = min(times, key=lambda n: times[n])
         REGISTRY.count(decision, identity, len(times), key)

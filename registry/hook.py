@@ -30,7 +30,6 @@ from tuned_kernels.triton_autotuner import config_from_triton, kernel_identity, 
 from tuned_kernels.triton_compile import artifact_of, warmup
 
 _state: dict[str, Any] = {"enabled": False, "original": None}
-_unfit_warned: set[tuple[str, str]] = set()
 
 
 def _autotuner_class() -> Any:
@@ -100,17 +99,22 @@ def _prune_configs(self: Any, kwargs: dict[str, Any]) -> list[Any]:
     try:
         identity = kernel_identity(self)
         key = tuning_key(self, {**self.nargs, **kwargs})
-        decision = REGISTRY.decide(identity, key)
-    except Exception as exc:  # the registry must never break a launch
+        own = {config_from_triton(c): c for c in kernel_space(self, kwargs)}
+        decision = REGISTRY.decide(identity, key, own.__contains__)
+    except Exception as exc:  # the registry must never break a launch: tuned here, as Triton would
         warn(f"registry look-up failed, tuning normally: {one_line(f'{type(exc).__name__}: {exc}')}")
-        return list(original(self, kwargs))
+        space = list(original(self, kwargs))
+        if len(space) == 1:
+            return space
+        winner, _ = _benchmark(self, space, kwargs)
+        self._tuned_kernels_chosen = winner
+        return [winner]
     if decision.kind in ("hit", "nearest"):
-        chosen = _served(self, decision, identity, kwargs)
-        if chosen is not None:
-            REGISTRY.count(decision, identity, 0, key)
-            self._tuned_kernels_chosen = chosen  # Triton 3.6 benchmarks even a single config: see _bench
-            self._tuned_kernels_served = ((identity.name, identity.source_hash, key), decision)
-            return [chosen]
+        chosen = own[decision.configs[0]]  # the kernel's own triton.Config, with its pre_hook
+        REGISTRY.count(decision, identity, 0, key)
+        self._tuned_kernels_chosen = chosen  # Triton 3.6 benchmarks even a single config: see _bench
+        self._tuned_kernels_served = ((identity.name, identity.source_hash, key), decision)
+        return [chosen]
     space = list(original(self, kwargs))
     pruned = [c for c in space if config_from_triton(c) not in decision.excluded] or space
     if decision.kind == "seed":
@@ -150,25 +154,6 @@ def _online_entry(
         artifacts=artifacts,
     )
     return entry, blobs
-
-
-def _served(
-    autotuner: Any, decision: Decision, identity: model.KernelIdentity, kwargs: dict[str, Any]
-) -> Any | None:
-    """The kernel's own triton.Config equal to the stored one (keeping its pre_hook), or None with one
-    warning per kernel and bundle when the kernel's space (after its early pruning) has no such config."""
-    stored = decision.configs[0]
-    space = kernel_space(autotuner, kwargs)
-    for candidate in space:
-        if config_from_triton(candidate) == stored:
-            return candidate
-    if (identity.name, decision.source) not in _unfit_warned:
-        _unfit_warned.add((identity.name, decision.source))
-        warn(
-            f"{decision.source}: config {one_line(stored.describe(), 80)} is not one of the "
-            f"{len(space)} configs of {identity.name}; tuning instead"
-        )
-    return None
 
 
 def _run(self: Any, *args: Any, **kwargs: Any) -> Any:

@@ -11,6 +11,7 @@ import logging
 import os
 import threading
 import warnings
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -20,7 +21,7 @@ from tuned_kernels.registry.discovery import discover
 from tuned_kernels.registry.selection import BundleCandidate, Selection, select_bundles
 
 from tuned_kernels import model
-from tuned_kernels.errors import TunedKernelsError
+from tuned_kernels.errors import TunedKernelsError, one_line
 from tuned_kernels.nearest import nearest_key
 from tuned_kernels.results.view import ResultsView
 from tuned_kernels.timestamps import utc_now
@@ -79,7 +80,9 @@ class Registry:
         self.stale_bundles: list[ResultsView] = []  # with TUNED_KERNELS_STALE=seed
         self.local: Table = {}  # the overlay's entries and those tuned in this process
         self.refused: dict[model.EntrySlot, model.Config] = {}  # served configs that failed to launch
+        self._unfit_warned: set[tuple[str, str]] = set()
         self._write_failed = False
+        self.broken = False  # could not start: decides every key a miss, writes nothing
         self.target: model.Target | None = None
         self.compiler: model.CompilerFingerprint | None = None
         self.overlay_path: Path | None = None
@@ -89,7 +92,11 @@ class Registry:
     def load(self) -> None:
         with self._lock:
             if not self._loaded:
-                self._load()
+                try:
+                    self._load()
+                except Exception as exc:  # detection or discovery failed: every launch tunes, once said
+                    self.broken = True
+                    self._problem(f"not serving: {one_line(f'{type(exc).__name__}: {exc}')}; tuning as usual")
                 self._loaded = True
 
     def _load(self) -> None:
@@ -105,7 +112,8 @@ class Registry:
             try:
                 view = views[str(found.path)] = open_results(found.path)
             except TunedKernelsError as exc:
-                self._problem(f"skipping bundle {found.source}: {exc}")
+                named = "" if found.source == str(found.path) else f" of {found.source}"
+                self._problem(f"skipping bundle{named}: {exc}")
                 continue
             candidates.append(BundleCandidate(found.source, str(found.path), view.header))
         self.selection = select_bundles(target, compiler, candidates)
@@ -175,17 +183,25 @@ class Registry:
 
     # -- decisions ------------------------------------------------------------------------------------------
 
-    def decide(self, identity: model.KernelIdentity, key: model.TuningKey) -> Decision:
+    def decide(
+        self, identity: model.KernelIdentity, key: model.TuningKey, fits: Callable[[model.Config], bool]
+    ) -> Decision:
+        """Hit, nearest, seed or miss for this launch; `fits` says whether a stored config is one the kernel
+        itself offers (a config from a file is input from outside the program: anything else is a miss)."""
         self.load()
+        if self.broken:
+            return Decision("miss")
         if os.environ.get(CAPTURE_ENV):
             return Decision("miss")  # capturing: every decision is made (and recorded) afresh
         slot = (identity.name, identity.source_hash, key)
         found = self._lookup(slot) if slot not in self.refused else None
         if found is not None:
             entry, source = found
-            return Decision("hit", (entry.best,), source)
+            if fits(entry.best):
+                return Decision("hit", (entry.best,), source)
+            self._unfit(identity, entry.best, source)
         if os.environ.get(ON_MISS_ENV, "tune") == "nearest":
-            keys = self._keys_of(identity)
+            keys = {k: found for k, found in self._keys_of(identity).items() if fits(found[0].best)}
             near = nearest_key(key, keys)
             if near is not None:
                 return Decision("nearest", (keys[near][0].best,), keys[near][1])
@@ -202,6 +218,14 @@ class Registry:
                 seeds = (old.best, *(t.config for t in old.timings[:3]))
                 return Decision("seed", seeds, "stale bundle", excluded)
         return Decision("miss", excluded=excluded)
+
+    def _unfit(self, identity: model.KernelIdentity, config: model.Config, source: str) -> None:
+        if (identity.name, source) not in self._unfit_warned:  # one warning per kernel and file
+            self._unfit_warned.add((identity.name, source))
+            self._problem(
+                f"{source}: config {one_line(config.describe(), 80)} is not one of the configs of "
+                f"{identity.name}; tuning instead"
+            )
 
     def refuse(self, slot: model.EntrySlot, config: model.Config) -> None:
         """A served config failed to launch: from now on this slot is a miss that never tries it."""
@@ -270,6 +294,8 @@ class Registry:
     def remember(self, entry: model.Entry, blobs: dict[str, bytes] | None = None) -> None:
         """A config tuned on a miss: served from now on, written to the overlay for the next process."""
         self.add_local((entry,))
+        if self.broken:
+            return
         assert self.overlay_path is not None
         capture = os.environ.get(CAPTURE_ENV)
         if capture:

@@ -106,6 +106,13 @@ def test_hits_need_no_benchmarking_and_misses_are_remembered(tmp_path: Path, bun
     assert (stats["hits"], stats["misses"], stats["configs_benchmarked"]) == (2, 0, 0)
 
 
+def test_configs_a_bundle_rejected_are_never_tried_on_a_miss(tmp_path: Path, bundle: Path) -> None:
+    """The planted BUG=1 config gives wrong numbers: tune recorded it as rejected, so a miss (777: a shape
+    nobody tuned) benchmarks the other six and can never pick it (it used to, about one run in seven)."""
+    stats, _ = run_program(tmp_path, (777,), bundle)
+    assert (stats["misses"], stats["configs_benchmarked"]) == (1, 6)
+
+
 def test_nearest_policy_serves_unseen_shapes_without_benchmarking(tmp_path: Path, bundle: Path) -> None:
     stats, _ = run_program(tmp_path, (2900,), bundle, TUNED_KERNELS_ON_MISS="nearest")
     assert (stats["nearest"], stats["misses"], stats["configs_benchmarked"]) == (1, 0, 0)

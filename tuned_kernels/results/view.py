@@ -36,12 +36,14 @@ class ResultsView:
         return len(self._msg.blobs) > 0
 
     def lookup(self, slot: model.EntrySlot) -> model.Entry | None:
-        """The entry for `slot`, or None; a digest that collides (or lies) is checked against the entry."""
+        """The entry for `slot`, or None; a digest that lies is a ResultsFormatError."""
         i = self._position(model.slot_digest(slot))
         if i is None:
             return None
         entry = self._entry(i)
-        return entry if entry.slot == slot else None
+        if entry.slot != slot:  # 16-byte digests do not collide by chance: the index is wrong
+            raise ResultsFormatError(self.path, f"index[{i}] does not match entries[{i}]")
+        return entry
 
     def entries_named(self, kernel_name: str) -> list[model.Entry]:
         """Every entry for kernels of this name, any source hash (for nearest keys and stale seeds); decoded

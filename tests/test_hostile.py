@@ -1,0 +1,395 @@
+"""A bundle is untrusted input: each hostile file below is installed as the only bundle of a real program
+(an autotuned kernel under Triton's interpreter), which must exit 0 with correct
+outputs, print at most one short warning and no traceback, and stay within 200 MB of the memory the same
+program needs without it. The CLI is held to the same bar on bad arguments: one line, non-zero exit,
+nothing of the user's deleted."""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import os
+import subprocess
+import sys
+import zlib
+from collections.abc import Callable
+from pathlib import Path
+
+import pytest
+import zstandard
+
+from tuned_kernels import model
+from tuned_kernels.results import read_results, write_results
+from tuned_kernels.results.files import encode_results
+
+CORPORA = Path(__file__).parent / "corpora"
+DOUBLING = str(CORPORA / "doubling.py")
+MEMORY_BOUND_KB = 200 * 1024
+PROGRAM = r"""
+import json, re, sys, warnings, torch
+warnings.simplefilter("always")
+sys.path.insert(0, {corpora!r})
+import tuned_kernels; tuned_kernels.enable()
+from doubling import double
+for n in (100, 300):
+    x = torch.randn(n)
+    assert torch.equal(double(x, torch.empty_like(x)), x * 2), "wrong result"
+stats = tuned_kernels.stats()
+# this process's own peak (ru_maxrss would include the test process's, inherited across exec)
+stats["max_rss_kb"] = int(re.search(r"VmHWM:\s+(\d+)", open("/proc/self/status").read()).group(1))
+print("STATS " + json.dumps(stats))
+"""
+
+
+@dataclasses.dataclass(frozen=True)
+class Run:
+    stats: dict
+    warnings: list[str]
+    stderr: str
+
+
+def run_program(tmp_path: Path, bundle: Path | None, cache: Path | None = None) -> Run:
+    script = tmp_path / "prog.py"
+    script.write_text(PROGRAM.format(corpora=str(CORPORA)))
+    env = {
+        **os.environ,
+        "TRITON_INTERPRET": "1",
+        "TUNED_KERNELS_CACHE_DIR": str(cache or tmp_path / "cache"),
+        "TUNED_KERNELS_PATH": str(bundle or ""),
+    }
+    out = subprocess.run(
+        [sys.executable, str(script)], capture_output=True, text=True, env=env, cwd=tmp_path, timeout=300
+    )
+    assert out.returncode == 0, out.stderr[-2000:]
+    assert "Traceback" not in out.stderr, out.stderr[-2000:]
+    warned = [line for line in out.stderr.splitlines() if "TunedKernelsWarning" in line]
+    return Run(json.loads(out.stdout.split("STATS ", 1)[1]), warned, out.stderr)
+
+
+@pytest.fixture(scope="module")
+def tuned(tmp_path_factory: pytest.TempPathFactory) -> model.Results:
+    path = tmp_path_factory.mktemp("tuned") / "planted.pb"
+    subprocess.run(
+        [sys.executable, "-m", "tuned_kernels", "tune", "--corpus", DOUBLING, "-o", str(path)],
+        check=True,
+        capture_output=True,
+        env={**os.environ, "TRITON_INTERPRET": "1"},
+    )
+    return read_results(path)
+
+
+@pytest.fixture(scope="module")
+def baseline_rss_kb(tmp_path_factory: pytest.TempPathFactory) -> int:
+    return int(run_program(tmp_path_factory.mktemp("baseline"), None).stats["max_rss_kb"])
+
+
+def _launch_of(config: model.Config, **launch: int) -> dict:
+    return {"num_warps": config.num_warps, "num_stages": config.num_stages, **launch}
+
+
+def edit_best(results: model.Results, edit: Callable[[dict], dict], **launch: int) -> model.Results:
+    def edited(entry: model.Entry) -> model.Entry:
+        best = model.Config.of(edit(dict(entry.best.kwargs)), **_launch_of(entry.best, **launch))
+        return dataclasses.replace(entry, best=best, timings=(model.Timing(best, 0.001),))
+
+    return results.with_entries(tuple(edited(e) for e in results.entries))
+
+
+def text_of(results: model.Results) -> bytes:
+    return encode_results(results, "x.textproto")
+
+
+def zst(data: bytes) -> bytes:
+    return zstandard.ZstdCompressor(level=3).compress(data)
+
+
+def empty_entries_bomb(results: model.Results) -> bytes:
+    """A valid envelope whose payload is mostly empty entries: ~2 bytes each on the wire, ~75 in memory."""
+    from tuned_kernels.results import results_pb2 as pb
+
+    payload = encode_results(results, "x.pb")
+    envelope = pb.ResultsEnvelope()
+    envelope.ParseFromString(payload)
+    inner = envelope.payload + b"\x1a\x00" * (32 << 20)
+    envelope.payload = inner
+    envelope.sha256 = __import__("hashlib").sha256(inner).digest()
+    return zst(envelope.SerializeToString())
+
+
+# (id, file name, its bytes made from the tuned results): every one is refused, with one short warning
+HOSTILE: list[tuple[str, str, Callable[[model.Results], bytes]]] = [
+    ("edited-value", "b.textproto", lambda r: text_of(edit_best(r, lambda k: {**k, "BLOCK": -64}))),
+    (
+        "value-not-in-space",
+        "b.pb",
+        lambda r: encode_results(edit_best(r, lambda k: {**k, "BLOCK": 128}), "b.pb"),
+    ),
+    ("foreign-name", "b.textproto", lambda r: text_of(edit_best(r, lambda k: {"n": k["BLOCK"], "BUG": 0}))),
+    ("unknown-name", "b.textproto", lambda r: text_of(edit_best(r, lambda k: {**k, "EVIL": 1}))),
+    ("wrong-type", "b.textproto", lambda r: text_of(edit_best(r, lambda k: {**k, "BLOCK": "32"}))),
+    ("float-value", "b.textproto", lambda r: text_of(edit_best(r, lambda k: {**k, "BLOCK": 32.5}))),
+    ("launch-option", "b.textproto", lambda r: text_of(edit_best(r, lambda k: k, num_warps=64))),
+    (
+        "schema-from-the-future",
+        "b.textproto",
+        lambda r: text_of(r).replace(b"schema_version: 1", b"schema_version: 99"),
+    ),
+    ("truncated", "b.pb.zst", lambda r: encode_results(r, "b.pb.zst")[:-20]),
+    ("bit-flip", "b.pb", lambda r: bytes(b ^ (i == 200) for i, b in enumerate(encode_results(r, "b.pb")))),
+    ("swapped-index", "b.pb", lambda r: swapped_index(r)),
+    ("zstd-bomb-of-empty-entries", "b.pb.zst", empty_entries_bomb),
+    ("text-bomb-of-comments", "b.textproto.zst", lambda r: zst(b"# x\n" * (16 << 20) + text_of(r))),
+    ("text-deep-nesting", "b.textproto", lambda r: b"header { target " + b"{ " * 100_000),
+    ("not-zstd", "b.pb.zst", lambda r: b"\x28\xb5\x2f\xfd" + os.urandom(4000)),
+    ("artifact-path-trick", "b.textproto", lambda r: artifact_named(r, "../../escape.cubin")),
+    ("binary-as-text", "b.txt", lambda r: encode_results(r, "b.pb.zst")),
+    ("zlib-not-zstd", "b.pb.zst", lambda r: zlib.compress(encode_results(r, "b.pb"))),
+]
+
+
+def swapped_index(results: model.Results) -> bytes:
+    from tuned_kernels.results import codec
+    from tuned_kernels.results import results_pb2 as pb
+
+    msg = codec.results_to_pb(results, with_index=True)
+    index = list(msg.index)
+    del msg.index[:]
+    msg.index.extend(index[::-1])
+    payload = msg.SerializeToString(deterministic=True)
+    envelope = pb.ResultsEnvelope(
+        format=codec.FORMAT_NAME,
+        schema_version=1,
+        payload=payload,
+        sha256=__import__("hashlib").sha256(payload).digest(),
+    )
+    return envelope.SerializeToString()
+
+
+def artifact_named(results: model.Results, name: str) -> bytes:
+    entry = results.entries[0]
+    artifact = model.Artifact("a" * 64, "cuda:90:32", (model.ArtifactFile(name, "b" * 64, 1),), entry.best)
+    first = dataclasses.replace(entry, artifacts=(artifact,))
+    return text_of(dataclasses.replace(results, entries=(first, *results.entries[1:])))
+
+
+@pytest.mark.parametrize(("name", "ext", "make"), HOSTILE, ids=[h[0] for h in HOSTILE])
+def test_hostile_bundle_leaves_the_program_correct_with_one_short_warning(
+    tmp_path: Path,
+    tuned: model.Results,
+    baseline_rss_kb: int,
+    name: str,
+    ext: str,
+    make: Callable,
+) -> None:
+    bundle = tmp_path / ext
+    bundle.write_bytes(make(tuned))
+    run = run_program(tmp_path, bundle)
+    assert len(run.warnings) == 1, run.warnings
+    said = [line.split("tuned-kernels: ", 1)[1] for line in run.warnings]
+    assert all(len(text) <= len(str(bundle)) + 260 for text in said), said  # names the file once, briefly
+    assert (run.stats["hits"], run.stats["misses"]) == (0, 2), run.stderr[-2000:]  # tuned as Triton would
+    assert run.stats["max_rss_kb"] - baseline_rss_kb < MEMORY_BOUND_KB
+
+
+FRAGILE = """
+import json, sys, warnings, torch
+warnings.simplefilter("always")
+sys.path.insert(0, {corpora!r})
+import tuned_kernels; tuned_kernels.enable()
+from fragile import triple
+for _ in range(2):
+    x = torch.randn(100)
+    assert torch.equal(triple(x, torch.empty_like(x)), x * 3), "wrong result"
+print("STATS " + json.dumps(tuned_kernels.stats()))
+"""
+
+
+def test_a_served_config_that_fails_to_launch_is_tuned_once_without_it(tmp_path: Path) -> None:
+    """BLOCK=48 is in the kernel's own space (so it passes validation) but cannot launch: the launch is
+    retried once, tuned as Triton would without that config, with one warning naming the bundle."""
+    sys.path.insert(0, str(CORPORA))
+    try:
+        import fragile
+    finally:
+        sys.path.remove(str(CORPORA))
+    from tuned_kernels.hardware import compiler_fingerprint, target_for_arch
+
+    from tuned_kernels.triton_autotuner import kernel_identity
+
+    bad = model.Config.of({"BLOCK": 48}, num_warps=4, num_stages=3)
+    target = target_for_arch("cpu")
+    header = model.Header(
+        target, compiler_fingerprint(target), model.Producer.TUNE, "t", "2026-11-22T00:00:00Z"
+    )
+    key = (100, "torch.float32", "torch.float32")
+    entry = model.Entry(kernel_identity(fragile.triple_kernel), key, bad, (model.Timing(bad, 0.001),))
+    bundle = tmp_path / "fragile.textproto"
+    write_results(bundle, model.Results(header, (entry,)))
+    script = tmp_path / "prog.py"
+    script.write_text(FRAGILE.format(corpora=str(CORPORA)))
+    env = {**os.environ, "TRITON_INTERPRET": "1", "TUNED_KERNELS_PATH": str(bundle),
+           "TUNED_KERNELS_CACHE_DIR": str(tmp_path / "cache")}  # fmt: skip
+    out = subprocess.run([sys.executable, str(script)], capture_output=True, text=True, env=env, timeout=300)
+    assert out.returncode == 0 and "Traceback" not in out.stderr, out.stderr[-2000:]
+    warned = [line for line in out.stderr.splitlines() if "TunedKernelsWarning" in line]
+    assert len(warned) == 1 and "fragile.textproto" in warned[0] and "failed to launch" in warned[0], warned
+    stats = json.loads(out.stdout.split("STATS ", 1)[1])
+    assert (stats["hits"], stats["misses"]) == (1, 1)  # served once, then tuned without BLOCK=48
+
+
+def test_a_fifo_as_bundle_is_refused_without_hanging(tmp_path: Path) -> None:
+    fifo = tmp_path / "bundle.pb"
+    os.mkfifo(fifo)
+    run = run_program(tmp_path, fifo)
+    assert len(run.warnings) == 1 and "not a regular file" in run.warnings[0], run.warnings
+    assert (run.stats["hits"], run.stats["misses"]) == (0, 2)
+
+
+def test_notes_beside_bundles_in_a_directory_are_not_read(tmp_path: Path, tuned: model.Results) -> None:
+    folder = tmp_path / "bundles"
+    folder.mkdir()
+    write_results(folder / "doubling.pb.zst", tuned)
+    (folder / "notes.txt").write_text("not a bundle")
+    run = run_program(tmp_path, folder)
+    assert run.warnings == [] and (run.stats["hits"], run.stats["misses"]) == (2, 0)
+
+
+def shared_overlay(tmp_path: Path) -> Path:
+    from tuned_kernels.hardware import compiler_fingerprint, target_for_arch
+    from tuned_kernels.registry.overlay import overlay_path
+
+    os.environ["TUNED_KERNELS_CACHE_DIR"] = str(tmp_path / "cache")
+    try:
+        target = target_for_arch("cpu")
+        path = overlay_path(target, compiler_fingerprint(target))
+    finally:
+        del os.environ["TUNED_KERNELS_CACHE_DIR"]
+    path.parent.mkdir(parents=True)
+    return path
+
+
+def newer_schema(results: model.Results) -> bytes:
+    from tuned_kernels.results import results_pb2 as pb
+
+    envelope = pb.ResultsEnvelope()
+    envelope.ParseFromString(encode_results(results, "x.pb"))
+    envelope.schema_version = 2
+    return envelope.SerializeToString()
+
+
+def test_an_overlay_this_version_cannot_read_is_never_rewritten(tmp_path: Path, tuned: model.Results) -> None:
+    shared = shared_overlay(tmp_path)
+    shared.write_bytes(newer_schema(tuned))
+    before = shared.read_bytes()
+    run = run_program(tmp_path, None, shared.parent)
+    assert len(run.warnings) == 1 and "newer" in run.warnings[0], run.warnings
+    assert shared.read_bytes() == before  # the user's data, untouched
+    assert run.stats["misses"] == 2 and run.stats["overlay"]["path"] != str(shared)
+    again = run_program(tmp_path, None, shared.parent)  # what was tuned is served from this user's own file
+    assert (again.stats["hits"], again.stats["misses"]) == (2, 0) and shared.read_bytes() == before
+
+
+def test_a_fifo_overlay_is_left_alone_without_hanging(tmp_path: Path) -> None:
+    shared = shared_overlay(tmp_path)
+    os.mkfifo(shared)
+    run = run_program(tmp_path, None, shared.parent)
+    assert len(run.warnings) == 1 and "not a regular file" in run.warnings[0], run.warnings
+    assert Path(run.stats["overlay"]["path"]).is_file()
+
+
+@pytest.mark.skipif(not hasattr(os, "geteuid") or os.geteuid() != 0, reason="giving a file away needs root")
+def test_another_users_overlay_is_never_taken_over(tmp_path: Path, tuned: model.Results) -> None:
+    shared = shared_overlay(tmp_path)
+    write_results(shared, tuned)
+    os.chown(shared, 12345, 12345)
+    before = shared.read_bytes()
+    run = run_program(tmp_path, None, shared.parent)
+    assert len(run.warnings) == 1 and "another user" in run.warnings[0], run.warnings
+    assert shared.read_bytes() == before and shared.stat().st_uid == 12345
+
+
+def test_ops_survive_a_registry_that_cannot_start() -> None:
+    program = (
+        "import torch, tuned_kernels; tuned_kernels.enable()\n"
+        "from tuned_kernels import ops\n"
+        "a, b = torch.randn(16, 32).half(), torch.randn(32, 16).half()\n"
+        "assert (ops.matmul(a, b).double() - a.double() @ b.double()).abs().max() < 0.05\n"
+        "x = torch.randn(4, 64)\n"
+        "assert torch.allclose(ops.softmax(x), torch.softmax(x, -1), atol=1e-5)\n"
+    )
+    env = {**os.environ, "TUNED_KERNELS_TARGET": "sm999", "TRITON_INTERPRET": "1"}
+    out = subprocess.run(
+        [sys.executable, "-c", program], capture_output=True, text=True, env=env, timeout=300
+    )
+    assert out.returncode == 0 and "Traceback" not in out.stderr, out.stderr[-2000:]
+    assert out.stderr.count("TunedKernelsWarning") == 1 and "sm999" in out.stderr
+
+
+# Bad command lines: (arguments, with {tmp} for a scratch directory). Each must print one line on stderr,
+# exit non-zero, and leave every file it was given as it was.
+BAD_COMMANDS = [
+    "merge {tmp}/good.pb -o {tmp}",
+    "merge {tmp}/good.pb -o /proc/version",
+    "merge {tmp}/good.pb -o {tmp}/file.pb/x.pb",
+    "merge {tmp}/missing.pb -o {tmp}/out.pb",
+    "build-wheel {tmp}/good.pb -o {tmp}/file.pb",
+    "build-wheel {tmp}/good.pb -o /proc/self",
+    "build-wheel {tmp}/good.pb -o {tmp}/dist --name ../evil",
+    "build-wheel {tmp}/evil-version.textproto -o {tmp}/dist",
+    "build-wheel {tmp}/good.pb -o {tmp}/dist --version not-a-version",
+    "index {tmp}/empty -o {tmp}/simple",
+    "index {tmp} -o {tmp}/file.pb",
+    "capture -o {tmp}/file.pb -- /no/such/program",
+    "capture -o {tmp} -- true",
+    "capture -o {tmp}/out.json -- true",
+    "coverage {tmp}/good.pb -- /no/such/program",
+    "newer-compilers {tmp}/good.pb --releases {tmp}/missing.json",
+    "newer-compilers {tmp}/good.pb --releases {tmp}/notes.txt",
+    "newer-compilers {tmp}/good.pb --releases {tmp}/list.json",
+    "newer-compilers {tmp}/good.pb --releases http://127.0.0.1:9/nothing",
+    "newer-compilers {tmp}/evil-version.textproto --releases {tmp}/releases.json",
+    "newer-compilers /nonexistent --releases {tmp}/releases.json",
+    "inspect {tmp}/fifo.pb",
+    "inspect {tmp}",
+    "inspect {tmp}/notes.txt",
+    "tune --corpus {tmp}/missing.py -o {tmp}/out.pb",
+    "tune --corpus " + DOUBLING + " --seed-from {tmp}/missing.pb -o {tmp}/out.pb",
+    "compile {tmp}/good.pb --target sm999 -o {tmp}/out.pb",
+]
+
+
+@pytest.fixture(scope="module")
+def scratch(tmp_path_factory: pytest.TempPathFactory, tuned: model.Results) -> Path:
+    tmp = tmp_path_factory.mktemp("scratch")
+    write_results(tmp / "good.pb", tuned)
+    write_results(tmp / "file.pb", tuned)
+    evil = dataclasses.replace(tuned.header.compiler, triton_version="../../x,y\nz")
+    write_results(
+        tmp / "evil-version.textproto",
+        dataclasses.replace(tuned, header=dataclasses.replace(tuned.header, compiler=evil)),
+    )
+    (tmp / "empty").mkdir()
+    (tmp / "notes.txt").write_text("not a bundle\n")
+    (tmp / "list.json").write_text("[1, 2]")
+    (tmp / "releases.json").write_text(json.dumps({"releases": {"9.0.0": [{}]}}))
+    os.mkfifo(tmp / "fifo.pb")
+    return tmp
+
+
+def snapshot(folder: Path) -> dict[str, bytes]:
+    return {str(p): p.read_bytes() for p in sorted(folder.rglob("*")) if p.is_file()}
+
+
+@pytest.mark.parametrize("command", BAD_COMMANDS)
+def test_bad_command_line_gives_one_line_and_a_failing_exit(scratch: Path, command: str) -> None:
+    before = snapshot(scratch)
+    args = command.format(tmp=scratch).split()
+    env = {**os.environ, "TRITON_INTERPRET": "1", "TUNED_KERNELS_PATH": ""}
+    out = subprocess.run(
+        [sys.executable, "-m", "tuned_kernels", *args], capture_output=True, text=True, env=env, timeout=300
+    )
+    lines = out.stderr.strip().splitlines()
+    assert out.returncode != 0 and len(lines) == 1 and "Traceback" not in out.stderr, out.stderr[-2000:]
+    assert len(lines[0]) < 400 + len(str(scratch)) and lines[0].startswith("tuned-kernels"), lines[0]
+    after = snapshot(scratch)
+    assert {k: v for k, v in after.items() if k in before} == before  # nothing of the user's changed or lost
