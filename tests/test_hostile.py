@@ -355,6 +355,7 @@ BAD_COMMANDS = [
     "tune --corpus {tmp}/missing.py -o {tmp}/out.pb",
     "tune --corpus " + DOUBLING + " --seed-from {tmp}/missing.pb -o {tmp}/out.pb",
     "compile {tmp}/good.pb --target sm999 -o {tmp}/out.pb",
+    "tune --corpus {tmp}/torch.py -o {tmp}/out.pb",
 ]
 
 
@@ -369,6 +370,7 @@ def scratch(tmp_path_factory: pytest.TempPathFactory, tuned: model.Results) -> P
         dataclasses.replace(tuned, header=dataclasses.replace(tuned.header, compiler=evil)),
     )
     (tmp / "empty").mkdir()
+    (tmp / "torch.py").write_text("CORPUS = ()\n")
     (tmp / "notes.txt").write_text("not a bundle\n")
     (tmp / "list.json").write_text("[1, 2]")
     (tmp / "releases.json").write_text(json.dumps({"releases": {"9.0.0": [{}]}}))

@@ -239,3 +239,12 @@ def test_matmul_dispatches_to_the_implementation_recorded_for_its_key(
     assert out.returncode == 0, out.stderr
     # a hit for the choice, and for the Triton kernel only when the choice launches it; nothing measured
     assert out.stdout.split() == ["2" if kernel_launched else "1", "0", "0"], out.stdout
+
+
+def test_a_full_overlay_keeps_what_was_just_tuned_and_stays_bounded(tmp_path: Path) -> None:
+    path = tmp_path / "o.pb"
+    header = factories.results().header
+    add_to_overlay(path, header, [factories.entry(key=(i, "x")) for i in range(10)], max_entries=10)
+    add_to_overlay(path, header, [factories.entry(key=(99, "x"))], max_entries=10)
+    keys = {e.key for e in read_results(path).entries}
+    assert len(keys) == 10 and (99, "x") in keys
