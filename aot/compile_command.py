@@ -14,7 +14,6 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from tuned_kernels.aot.corpus import Corpus, KernelFamily
-from tuned_kernels.aot.launch import probe_launch
 from tuned_kernels.hardware import compiler_fingerprint, target_for_arch
 from tuned_kernels.hardware.archs import triton_target_of
 from tuned_kernels.hardware.fingerprint import triton_gpu_target
@@ -22,8 +21,9 @@ from tuned_kernels.hardware.fingerprint import triton_gpu_target
 from tuned_kernels import model
 from tuned_kernels.errors import TunedKernelsError
 from tuned_kernels.matching import compiler_mismatch
-from tuned_kernels.triton_autotuner import jit_function, kernel_identity, tuning_key
-from tuned_kernels.triton_compile import artifact_of, compiling_for, is_compiled_kernel, warmup
+from tuned_kernels.triton_edge.compile import artifact_of, compiling_for, is_compiled_kernel, warmup
+from tuned_kernels.triton_edge.keys import jit_function, kernel_identity, tuning_key
+from tuned_kernels.triton_edge.launch import probe_launch
 
 
 class CompileError(TunedKernelsError):

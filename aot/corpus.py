@@ -77,7 +77,9 @@ def load_corpus(spec: str) -> Corpus:
             module_name = path.stem  # as `import stem` names it, so kernel names match the user's program
             held = sys.modules.get(module_name)
             if held is not None and getattr(held, "__file__", None) != str(path.resolve()):
-                raise CorpusError(f"corpus file {target} would replace the imported module {module_name}: rename it")
+                raise CorpusError(
+                    f"corpus file {target} would replace the imported module {module_name}: rename it"
+                )
             module_spec = importlib.util.spec_from_file_location(module_name, path)
             assert module_spec and module_spec.loader
             module = importlib.util.module_from_spec(module_spec)

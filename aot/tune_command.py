@@ -17,7 +17,6 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from tuned_kernels.aot.benchmark import default_benchmarker
 from tuned_kernels.aot.corpus import load_corpus, select_families
 from tuned_kernels.aot.progress import Progress
 from tuned_kernels.aot.tuner import TuneOptions, Tuner, TuneReport, work_items
@@ -27,6 +26,7 @@ from tuned_kernels import model
 from tuned_kernels.errors import ResultsFormatError
 from tuned_kernels.results import merge_results, read_results, write_results
 from tuned_kernels.results.locate import results_files_given
+from tuned_kernels.triton_edge.benchmarker import default_benchmarker
 from tuned_kernels.version import TOOL_VERSION
 
 CLAIMS_ENV = "TUNED_KERNELS_TUNE_CLAIMS"  # set for worker processes: where keys are claimed

@@ -15,19 +15,18 @@ from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass, field
 from typing import Any
 
-from tuned_kernels.aot import search
-from tuned_kernels.aot.benchmark import Benchmarker
 from tuned_kernels.aot.corpus import Case, Corpus, KernelFamily
 from tuned_kernels.aot.heuristics import heuristic_seeds
-from tuned_kernels.aot.launch import config_space, forced_config, probe_key
 from tuned_kernels.aot.progress import ProgressEvent
-from tuned_kernels.registry.choice import ImplementationChoice
 from tuned_kernels.registry.hook import serving
 
-from tuned_kernels import model
+from tuned_kernels import model, search
+from tuned_kernels.choice import ImplementationChoice
 from tuned_kernels.nearest import nearest_key
-from tuned_kernels.triton_autotuner import config_from_triton, kernel_identity
-from tuned_kernels.triton_compile import artifact_of, is_compiled_kernel, warmup
+from tuned_kernels.triton_edge.benchmarker import Benchmarker
+from tuned_kernels.triton_edge.compile import artifact_of, is_compiled_kernel, warmup
+from tuned_kernels.triton_edge.keys import config_from_triton, kernel_identity
+from tuned_kernels.triton_edge.launch import config_space, forced_config, probe_key
 
 OnConfig = Callable[[int, int, "str | None", "float | None"], None]
 Probed = tuple[model.TuningKey, dict[str, Any], dict[str, Any]]  # key, named launch arguments, inputs

@@ -202,12 +202,12 @@ def quality(paths: list[str]) -> dict[str, Any]:
     """Every config of each key re-measured in this one process: the shipped winner vs the best now; the
     matmul kernel, and `ops.matmul` choosing per key as the files record, vs torch.matmul (cuBLAS)."""
     import torch
-    from tuned_kernels.aot.benchmark import DeviceBenchmarker
     from tuned_kernels.aot.kernels.matmul import MATMUL_CHOICE, matmul
     from tuned_kernels.registry.hook import disabled, serving
 
     from tuned_kernels.results import read_results
-    from tuned_kernels.triton_autotuner import kernel_identity
+    from tuned_kernels.triton_edge.benchmarker import DeviceBenchmarker
+    from tuned_kernels.triton_edge.keys import kernel_identity
 
     bench = DeviceBenchmarker(warmup_ms=10, rep_ms=50)
     files = {path: read_results(path).entries for path in paths}
@@ -246,9 +246,8 @@ def quality(paths: list[str]) -> dict[str, Any]:
 
 
 def _every_config(family: Any, inputs: Any, bench: Any) -> tuple[Any, dict[Any, float]]:
-    from tuned_kernels.aot.launch import config_space, forced_config, probe_key
-
-    from tuned_kernels.triton_autotuner import config_from_triton
+    from tuned_kernels.triton_edge.keys import config_from_triton
+    from tuned_kernels.triton_edge.launch import config_space, forced_config, probe_key
 
     def run() -> Any:
         return family.run(inputs)

@@ -21,13 +21,13 @@ import time
 from collections.abc import Iterable, Iterator
 from typing import Any
 
-from tuned_kernels.registry import artifact_cache
 from tuned_kernels.registry.runtime import CAPTURE_ENV, REGISTRY, Decision, warn
 
 from tuned_kernels import model
 from tuned_kernels.errors import one_line
-from tuned_kernels.triton_autotuner import config_from_triton, kernel_identity, kernel_space, tuning_key
-from tuned_kernels.triton_compile import artifact_of, warmup
+from tuned_kernels.triton_edge import cache_manager
+from tuned_kernels.triton_edge.compile import artifact_of, warmup
+from tuned_kernels.triton_edge.keys import config_from_triton, kernel_identity, kernel_space, tuning_key
 
 _state: dict[str, Any] = {"enabled": False, "original": None}
 
@@ -48,8 +48,8 @@ def enable() -> None:
         cls.prune_configs = _prune_configs
         cls._bench = _bench
         cls.run = _run
-    if len(artifact_cache.STORE):
-        artifact_cache.install()
+    if len(cache_manager.STORE):
+        cache_manager.install()
     _state["enabled"] = True
 
 
@@ -60,7 +60,7 @@ def disable() -> None:
         cls._bench = _state["bench"]
         cls.run = _state["run"]
         _state["original"] = None
-    artifact_cache.uninstall()
+    cache_manager.uninstall()
     _state["enabled"] = False
 
 
@@ -201,7 +201,7 @@ def _bench(self: Any, *args: Any, config: Any, **kwargs: Any) -> list[float]:
 
 def _seeded_space(autotuner: Any, decision: Decision, pruned: list[Any]) -> list[Any]:
     """A stale bundle's configs and their neighbours: a fast re-tune after a compiler bump."""
-    from tuned_kernels.aot.search import neighbours
+    from tuned_kernels.search import neighbours
 
     space = {config_from_triton(c): c for c in pruned}
     keep = {s for s in decision.configs if s in space}
@@ -227,7 +227,7 @@ def _benchmark(
 
 
 def _wall_clock_do_bench(kernel_call: Any, quantiles: Any = None, **_: Any) -> list[float]:
-    from tuned_kernels.aot.benchmark import WallClockBenchmarker
+    from tuned_kernels.triton_edge.benchmarker import WallClockBenchmarker
 
     ms = WallClockBenchmarker(min_reps=2, min_seconds=0.0)(kernel_call)
     return [ms, ms, ms]

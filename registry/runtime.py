@@ -16,15 +16,15 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from tuned_kernels.registry import artifact_cache, overlay
-from tuned_kernels.registry.discovery import discover
-from tuned_kernels.registry.selection import BundleCandidate, Selection, select_bundles
-
 from tuned_kernels import model
 from tuned_kernels.errors import TunedKernelsError, one_line
 from tuned_kernels.nearest import nearest_key
+from tuned_kernels.results import overlay
+from tuned_kernels.results.discovery import discover
 from tuned_kernels.results.view import ResultsView
+from tuned_kernels.selection import BundleCandidate, Selection, select_bundles
 from tuned_kernels.timestamps import utc_now
+from tuned_kernels.triton_edge import cache_manager
 
 log = logging.getLogger("tuned_kernels")
 ON_MISS_ENV = "TUNED_KERNELS_ON_MISS"  # tune (default) | nearest
@@ -118,16 +118,16 @@ class Registry:
             candidates.append(BundleCandidate(found.source, str(found.path), view.header))
         self.selection = select_bundles(target, compiler, candidates)
         self.bundles = [views[c.path] for c in self.selection.selected]  # best first
-        artifact_cache.STORE.on_problem = self._problem
+        cache_manager.STORE.on_problem = self._problem
         for candidate in self.selection.selected:
             view = views[candidate.path]
             if view.has_blobs and artifacts_fit(view.header, target, compiler):
                 try:
-                    artifact_cache.STORE.add(view.results(), candidate.name)
+                    cache_manager.STORE.add(view.results(), candidate.name)
                 except TunedKernelsError as exc:  # one bad entry: this bundle's compiled kernels go unused
                     self._problem(f"not using the compiled kernels of {candidate.name}: {exc}")
-        if len(artifact_cache.STORE):
-            artifact_cache.install()
+        if len(cache_manager.STORE):
+            cache_manager.install()
         if os.environ.get(STALE_ENV, "reject") == "seed":
             self.stale_bundles = [views[c.path] for c in self.selection.stale]
         self.overlay_path = self._open_overlay(overlay.overlay_path(target, compiler))
@@ -335,9 +335,9 @@ class Registry:
             "misses": self.stats.misses,
             "configs_benchmarked": self.stats.configs_benchmarked,
             "compiled_kernels": {
-                "held": len(artifact_cache.STORE),
-                "served": artifact_cache.STORE.served,
-                "failed": artifact_cache.STORE.failed,
+                "held": len(cache_manager.STORE),
+                "served": cache_manager.STORE.served,
+                "failed": cache_manager.STORE.failed,
             },
             "missed_kernels": dict(self.stats.missed_kernels),
             "problems": list(self.problems),

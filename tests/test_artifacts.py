@@ -13,7 +13,6 @@ from pathlib import Path
 import pytest
 from tuned_kernels.aot.compile_command import CompileError, compile_results
 from tuned_kernels.aot.kernels.builtin import CORPUS
-from tuned_kernels.registry import artifact_cache
 from tuned_kernels.registry.runtime import artifacts_fit
 
 from tests import factories
@@ -21,6 +20,7 @@ from tuned_kernels import model
 from tuned_kernels.errors import ResultsFormatError
 from tuned_kernels.results import read_results, write_results
 from tuned_kernels.results.merge import join
+from tuned_kernels.triton_edge import cache_manager
 
 ROOT = Path(__file__).resolve().parents[1]
 BINARY = {"sm90": ".cubin", "gfx942": ".hsaco"}
@@ -74,14 +74,14 @@ def test_served_artifacts_load_through_tritons_own_metadata_parsing(
     from triton.compiler.compiler import CompiledKernel
     from triton.runtime.cache import FileCacheManager
 
-    monkeypatch.setattr(artifact_cache, "STORE", artifact_cache.ArtifactStore())
-    monkeypatch.setattr(artifact_cache.ArtifactCacheManager, "inner_class", FileCacheManager)
+    monkeypatch.setattr(cache_manager, "STORE", cache_manager.ArtifactStore())
+    monkeypatch.setattr(cache_manager.ArtifactCacheManager, "inner_class", FileCacheManager)
     monkeypatch.setenv("TRITON_CACHE_DIR", str(tmp_path))
-    artifact_cache.STORE.add(compiled, "test bundle")
+    cache_manager.STORE.add(compiled, "test bundle")
     for entry in compiled.entries:
         (artifact,) = entry.artifacts
         metadata_name = next(f.name for f in artifact.files if f.name.endswith(".json"))
-        manager = artifact_cache.ArtifactCacheManager(artifact_cache.triton_manager_key(artifact.cache_key))
+        manager = cache_manager.ArtifactCacheManager(cache_manager.triton_manager_key(artifact.cache_key))
         group = manager.get_group(metadata_name)
         assert group is not None and all(Path(p).is_relative_to(tmp_path) for p in group.values())
         kernel = CompiledKernel(None, group, artifact.cache_key)
@@ -89,7 +89,7 @@ def test_served_artifacts_load_through_tritons_own_metadata_parsing(
         assert kernel.metadata.hash == artifact.cache_key
         assert f"{kernel.metadata.target.backend}:{kernel.metadata.target.arch}" in artifact.gpu_target
     # entries whose launches compile to the same kernel share one artifact, placed once
-    assert artifact_cache.STORE.served == len({e.artifacts[0].cache_key for e in compiled.entries})
+    assert cache_manager.STORE.served == len({e.artifacts[0].cache_key for e in compiled.entries})
 
 
 def test_a_corrupt_artifact_falls_back_to_compiling_with_one_warning(
@@ -97,21 +97,21 @@ def test_a_corrupt_artifact_falls_back_to_compiling_with_one_warning(
 ) -> None:
     from triton.runtime.cache import FileCacheManager
 
-    monkeypatch.setattr(artifact_cache, "STORE", artifact_cache.ArtifactStore())
-    monkeypatch.setattr(artifact_cache.ArtifactCacheManager, "inner_class", FileCacheManager)
+    monkeypatch.setattr(cache_manager, "STORE", cache_manager.ArtifactStore())
+    monkeypatch.setattr(cache_manager.ArtifactCacheManager, "inner_class", FileCacheManager)
     monkeypatch.setenv("TRITON_CACHE_DIR", str(tmp_path))
     problems: list[str] = []
-    artifact_cache.STORE.on_problem = problems.append
+    cache_manager.STORE.on_problem = problems.append
     entries, blobs = [], {}
     for block in (32, 64):
         item, item_blobs = factories.with_artifact(factories.entry(block=block), payload=b"cubin %d" % block)
         entries.append(item)
         blobs.update({sha: b"flipped" for sha in item_blobs})  # every blob's bytes differ from its hash
     header = factories.results(target=factories.H100).header
-    artifact_cache.STORE.add(model.Results(header, tuple(entries), blobs), "bad bundle")
+    cache_manager.STORE.add(model.Results(header, tuple(entries), blobs), "bad bundle")
     for item in entries:
-        manager = artifact_cache.ArtifactCacheManager(
-            artifact_cache.triton_manager_key(item.artifacts[0].cache_key)
+        manager = cache_manager.ArtifactCacheManager(
+            cache_manager.triton_manager_key(item.artifacts[0].cache_key)
         )
         assert manager.get_group("k.json") is None  # Triton compiles instead
     assert len(problems) == 1 and "corrupt (sha256 differs)" in problems[0]

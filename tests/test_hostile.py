@@ -214,7 +214,7 @@ def test_a_served_config_that_fails_to_launch_is_tuned_once_without_it(tmp_path:
         sys.path.remove(str(CORPORA))
     from tuned_kernels.hardware import compiler_fingerprint, target_for_arch
 
-    from tuned_kernels.triton_autotuner import kernel_identity
+    from tuned_kernels.triton_edge.keys import kernel_identity
 
     bad = model.Config.of({"BLOCK": 48}, num_warps=4, num_stages=3)
     target = target_for_arch("cpu")
@@ -256,7 +256,8 @@ def test_notes_beside_bundles_in_a_directory_are_not_read(tmp_path: Path, tuned:
 
 def shared_overlay(tmp_path: Path) -> Path:
     from tuned_kernels.hardware import compiler_fingerprint, target_for_arch
-    from tuned_kernels.registry.overlay import overlay_path
+
+    from tuned_kernels.results.overlay import overlay_path
 
     os.environ["TUNED_KERNELS_CACHE_DIR"] = str(tmp_path / "cache")
     try:

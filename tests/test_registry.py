@@ -11,12 +11,12 @@ from pathlib import Path
 
 import pytest
 from tuned_kernels.hardware import compiler_fingerprint, target_for_arch
-from tuned_kernels.registry.overlay import add_to_overlay
-from tuned_kernels.registry.selection import BundleCandidate, select_bundles
 
 from tests import factories
 from tuned_kernels import model
 from tuned_kernels.results import read_results, write_results
+from tuned_kernels.results.overlay import add_to_overlay
+from tuned_kernels.selection import BundleCandidate, select_bundles
 
 PLANTED = str(Path(__file__).parent / "corpora" / "planted.py")
 
@@ -166,7 +166,7 @@ def test_unwritable_overlay_warns_once_and_keeps_running(tmp_path: Path) -> None
 WRITER = """
 import sys
 from tests import factories
-from tuned_kernels.registry.overlay import add_to_overlay
+from tuned_kernels.results.overlay import add_to_overlay
 worker = int(sys.argv[2])
 header = factories.results().header
 for i in range(10):
@@ -203,7 +203,7 @@ def test_matmul_dispatches_to_the_implementation_recorded_for_its_key(
 ) -> None:
     from tuned_kernels.aot.kernels import matmul
 
-    from tuned_kernels.triton_autotuner import kernel_identity
+    from tuned_kernels.triton_edge.keys import kernel_identity
 
     key = (16, 64, 64, "torch.float16", "torch.float16", "torch.float16")
     choice = model.Config.of({"IMPL": impl})

@@ -13,13 +13,13 @@ import pytest
 from tuned_kernels.aot.corpus import Case, load_corpus
 from tuned_kernels.aot.heuristics import heuristic_seeds
 from tuned_kernels.aot.progress import Progress, ProgressEvent, bar_line
-from tuned_kernels.aot.search import neighbours, seeded
 from tuned_kernels.aot.tuner import TuneOptions, Tuner, work_items
 from tuned_kernels.hardware import target_for_arch
 
 from tuned_kernels import model
 from tuned_kernels.results import read_results
 from tuned_kernels.results.merge import merge_entries
+from tuned_kernels.search import neighbours, seeded
 
 PLANTED = str(Path(__file__).parent / "corpora" / "planted.py")
 
@@ -133,7 +133,7 @@ def test_seeded_search_walks_neighbours_from_its_seeds() -> None:
 def test_matmul_seeds_follow_the_shape_and_the_chip() -> None:
     from tuned_kernels.aot.kernels.matmul import matmul_configs
 
-    from tuned_kernels.triton_autotuner import config_from_triton
+    from tuned_kernels.triton_edge.keys import config_from_triton
 
     space = [config_from_triton(c) for c in matmul_configs()]
 

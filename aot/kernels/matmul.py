@@ -7,7 +7,8 @@ import itertools
 import torch
 import triton
 import triton.language as tl
-from tuned_kernels.registry.choice import ImplementationChoice
+
+from tuned_kernels.choice import ImplementationChoice
 
 ACTIVATIONS = ("none", "relu", "gelu", "silu")
 

@@ -8,12 +8,12 @@ import sys
 
 from tuned_kernels.aot.compile_command import corpus_launches
 from tuned_kernels.aot.kernels.builtin import CORPUS
-from tuned_kernels.aot.launch import config_space
 from tuned_kernels.hardware import compiler_fingerprint, target_for_arch
 
 from tuned_kernels import model
 from tuned_kernels.results import write_results
-from tuned_kernels.triton_autotuner import config_from_triton, kernel_identity
+from tuned_kernels.triton_edge.keys import config_from_triton, kernel_identity
+from tuned_kernels.triton_edge.launch import config_space
 
 
 def main(arch: str, output: str) -> None:

@@ -258,7 +258,7 @@ def results_from_pb(msg: pb.Results) -> model.Results:
     entries = tuple(entry_from_pb(e, tables, f"entries[{i}]") for i, e in enumerate(msg.entries))
     for sha in msg.blobs:
         _require(bool(_HEX64.match(sha)), "blobs", "keys of 64 hex digits")
-    # blob contents are checked against their sha256 where they are used (registry.artifact_cache)
+    # blob contents are checked against their sha256 where they are used (triton_edge.cache_manager)
     return model.Results(header, entries, dict(msg.blobs))
 
 

@@ -19,7 +19,7 @@ from typing import Any
 
 from tuned_kernels import model
 from tuned_kernels.errors import one_line
-from tuned_kernels.triton_autotuner import config_from_triton, kernel_identity, tuning_key
+from tuned_kernels.triton_edge.keys import config_from_triton, kernel_identity, tuning_key
 
 IMPL = "IMPL"
 

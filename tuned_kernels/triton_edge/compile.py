@@ -15,7 +15,7 @@ from pathlib import Path
 from typing import Any
 
 from tuned_kernels import model
-from tuned_kernels.triton_autotuner import config_to_triton, jit_function
+from tuned_kernels.triton_edge.keys import config_to_triton, jit_function
 
 BINARY_SUFFIXES = (".cubin", ".hsaco")  # what a GPU loads; the IRs beside them are not shipped
 METADATA_SUFFIX = ".json"

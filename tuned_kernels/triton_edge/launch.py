@@ -10,7 +10,7 @@ from collections.abc import Callable, Iterator
 from typing import Any
 
 from tuned_kernels import model
-from tuned_kernels.triton_autotuner import tuning_key
+from tuned_kernels.triton_edge.keys import tuning_key
 
 
 class _Probed(Exception):
@@ -63,6 +63,6 @@ def forced_config(kernel: Any, config: Any) -> Iterator[None]:
 
 
 def kernel_name(kernel: Any) -> str:
-    from tuned_kernels.triton_autotuner import base_function
+    from tuned_kernels.triton_edge.keys import base_function
 
     return str(base_function(kernel).__name__)
