@@ -1,9 +1,9 @@
 """`tuned-kernels capture -o FILE -- CMD...`: runs a program unchanged and records every autotuning
 decision of its `@triton.autotune` kernels (kernel identity, key, config timings, winner) into FILE.
 
-The program's interpreter picks up tuned_kernels.pth, which sees TUNED_KERNELS_CAPTURE and enables the
-registry hook in capture mode: every decision is made by benchmarking and appended to FILE under a file
-lock, so programs that fork workers (pytest-xdist, torchrun) are captured whole.
+The program's interpreter picks up tuned_kernels.pth, which sees TUNED_KERNELS_CAPTURE and enables a
+registry with the capture policy (`registry.settings`): every decision is measured and appended to FILE
+under a file lock, so programs that fork workers (pytest-xdist, torchrun) are captured whole.
 """
 
 from __future__ import annotations

@@ -16,11 +16,11 @@ from typing import Any
 from tuned_kernels.aot.corpus import Corpus, KernelFamily
 from tuned_kernels.hardware import compiler_fingerprint, target_for_arch
 from tuned_kernels.hardware.archs import triton_target_of
-from tuned_kernels.hardware.fingerprint import triton_gpu_target
 
 from tuned_kernels import model
 from tuned_kernels.errors import TunedKernelsError
 from tuned_kernels.matching import compiler_mismatch
+from tuned_kernels.triton_edge import compiler_facts
 from tuned_kernels.triton_edge.compile import artifact_of, compiling_for, is_compiled_kernel, warmup
 from tuned_kernels.triton_edge.keys import jit_function, kernel_identity, tuning_key
 from tuned_kernels.triton_edge.launch import probe_launch
@@ -47,7 +47,7 @@ def compile_results(
     reason = compiler_mismatch(results.header.compiler, compiler, "this machine with")
     if reason:
         raise CompileError(f"the results were {reason}: kernels compiled here would never be used")
-    gpu_target = triton_gpu_target(arch)
+    gpu_target = compiler_facts.gpu_target(*triton_target_of(arch))
     gpu_name = f"{gpu_target.backend}:{gpu_target.arch}:{gpu_target.warp_size}"
     launches = corpus_launches(corpus, shape_sets)
     report = CompileReport()

@@ -22,7 +22,7 @@ from tuned_kernels.aot.progress import Progress
 from tuned_kernels.aot.tuner import TuneOptions, Tuner, TuneReport, work_items
 from tuned_kernels.hardware import compiler_fingerprint, detect
 
-from tuned_kernels import model
+from tuned_kernels import model, resolving
 from tuned_kernels.errors import ResultsFormatError
 from tuned_kernels.results import merge_results, read_results, write_results
 from tuned_kernels.results.locate import results_files_given
@@ -80,8 +80,6 @@ def _tune_here(
     created_at: str,
     claim: Callable[[int], bool] = lambda _: True,
 ) -> TuneReport:
-    from tuned_kernels.registry.hook import disabled
-
     families = select_families(load_corpus(request.corpus), request.kernels)
     header = header_now(target, model.Producer.TUNE, created_at)
     done: dict[model.EntrySlot, model.Entry] = {}
@@ -107,7 +105,7 @@ def _tune_here(
         progress,
         blobs,
     )
-    with disabled():  # the tuner measures configs itself: bundles must not answer for it
+    with resolving.installed(None):  # the tuner measures configs itself: bundles must not answer for it
         report = tuner.run(work_items(families, request.shapes, request.options.shard), done, save, claim)
     progress.close()
     if not Path(request.output).exists():

@@ -10,19 +10,20 @@ from __future__ import annotations
 import contextlib
 import functools
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass, field
 from typing import Any
 
+from tuned_kernels.aot.answers import TunedAnswers
 from tuned_kernels.aot.corpus import Case, Corpus, KernelFamily
 from tuned_kernels.aot.heuristics import heuristic_seeds
 from tuned_kernels.aot.progress import ProgressEvent
-from tuned_kernels.registry.hook import serving
 
-from tuned_kernels import model, search
+from tuned_kernels import model, resolving, search
 from tuned_kernels.choice import ImplementationChoice
 from tuned_kernels.nearest import nearest_key
+from tuned_kernels.triton_edge import autotuner
 from tuned_kernels.triton_edge.benchmarker import Benchmarker
 from tuned_kernels.triton_edge.compile import artifact_of, is_compiled_kernel, warmup
 from tuned_kernels.triton_edge.keys import config_from_triton, kernel_identity
@@ -324,7 +325,7 @@ class Tuner:
                 t0 = time.monotonic()
                 # an implementation choice runs kernels tuned earlier in this run: they serve their entries
                 choice = isinstance(item.family.kernel, ImplementationChoice)
-                serve = serving(done.values()) if choice else contextlib.nullcontext()
+                serve = _answering(done.values()) if choice else contextlib.nullcontext()
                 try:
                     with serve:
                         entry = self.tune_case(item, probed, functools.partial(emit_config, n, item))
@@ -390,3 +391,10 @@ def mismatch(out: Any, reference: Any, tolerance: tuple[float, float]) -> str | 
 def first_line(exc: BaseException) -> str:
     text = str(exc).strip()
     return text.splitlines()[0][:200] if text else ""
+
+
+@contextlib.contextmanager
+def _answering(entries: Iterable[model.Entry]) -> Iterator[None]:
+    """Within this block, kernels tuned in this run launch with their winners."""
+    with autotuner.patched(), resolving.installed(TunedAnswers(entries)):
+        yield

@@ -13,12 +13,14 @@ SiLU, and row softmax. Shape sets: `cold` (the workload), `bf16` (matmul keys fo
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import json
 import os
 import statistics
 import sys
 import time
+from collections.abc import Iterator
 from typing import Any
 
 import triton
@@ -172,7 +174,7 @@ def hot_path_interleaved(launches: int = 20000, rounds: int = 8) -> dict[str, An
     """Per-launch time with tuned-kernels enabled and disabled in one process, blocks alternating (ABBA),
     so process-to-process noise (clocks, placement) cancels; the kernel's key was served by tuned-kernels."""
     import torch
-    from tuned_kernels.registry.hook import disable, enable
+    from tuned_kernels.registry import disable, enable
 
     x = torch.zeros(4096, device="cuda")
 
@@ -203,7 +205,7 @@ def quality(paths: list[str]) -> dict[str, Any]:
     matmul kernel, and `ops.matmul` choosing per key as the files record, vs torch.matmul (cuBLAS)."""
     import torch
     from tuned_kernels.aot.kernels.matmul import MATMUL_CHOICE, matmul
-    from tuned_kernels.registry.hook import disabled, serving
+    from tuned_kernels.registry import disabled
 
     from tuned_kernels.results import read_results
     from tuned_kernels.triton_edge.benchmarker import DeviceBenchmarker
@@ -237,12 +239,26 @@ def quality(paths: list[str]) -> dict[str, Any]:
                             (w[(choice_name, key)] for w in winners.values() if (choice_name, key) in w), None
                         )
                         if impl is not None:  # the op as shipped: selection and kernel config from the files
-                            with serving(selection):
+                            with _serving(selection):
                                 row["ops_matmul_ms"] = bench(lambda a=a, b=b: matmul(a, b))
                             row["ops_vs_cublas"] = cublas / row["ops_matmul_ms"]
                             row["ops_impl"] = dict(impl.kwargs)["IMPL"]
                     rows.append(row)
     return {"rows": rows}
+
+
+@contextlib.contextmanager
+def _serving(entries: list[Any]) -> Iterator[None]:
+    """Within this block a registry answers from `entries` (and the installed bundles)."""
+    from tuned_kernels.registry import Registry
+
+    from tuned_kernels import resolving
+    from tuned_kernels.triton_edge import autotuner
+
+    registry = Registry()
+    registry.add_local(entries)
+    with autotuner.patched(), resolving.installed(registry):
+        yield
 
 
 def _every_config(family: Any, inputs: Any, bench: Any) -> tuple[Any, dict[Any, float]]:
@@ -287,20 +303,21 @@ def bundle_load(entries: int) -> dict[str, Any]:
     import torch  # noqa: F401
     import triton  # noqa: F401
     from tuned_kernels.hardware import compiler_fingerprint, detect
-    from tuned_kernels.registry.runtime import REGISTRY
+    from tuned_kernels.registry import Registry
 
     from tuned_kernels import model
 
     t0 = time.perf_counter()
     compiler_fingerprint(detect())
     t1 = time.perf_counter()
-    decision = REGISTRY.decide(model.KernelIdentity(*SYNTHETIC), synthetic_key(entries - 1), lambda _: True)
+    registry = Registry()
+    decision = registry.decide(model.KernelIdentity(*SYNTHETIC), synthetic_key(entries - 1), lambda _: True)
     t2 = time.perf_counter()
     return {
         "detect_ms": (t1 - t0) * 1e3,
         "load_and_first_lookup_ms": (t2 - t1) * 1e3,
         "decision": decision.kind,
-        "entries": REGISTRY.summary()["entries"],
+        "entries": registry.summary()["entries"],
     }
 
 

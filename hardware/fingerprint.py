@@ -10,11 +10,11 @@ from __future__ import annotations
 import functools
 import hashlib
 import re
-from typing import Any
 
 from tuned_kernels.hardware.archs import triton_target_of
 
 from tuned_kernels.model import CompilerFingerprint, Target
+from tuned_kernels.triton_edge import compiler_facts
 
 
 def compiler_fingerprint(target: Target) -> CompilerFingerprint:
@@ -31,39 +31,15 @@ def _fingerprint_for_arch(arch: str, runtime_version: str) -> CompilerFingerprin
         versions["runtime"] = runtime_version
     backend_hash = "interpreter"
     if arch != "cpu":
-        backend_hash = _backend_hash(arch)
+        backend_hash = compiler_facts.backend_hash(*triton_target_of(arch))
         versions.update(_backend_versions(backend_hash))
     return CompilerFingerprint(
         triton_version=triton.__version__,
-        triton_hash=hashlib.sha256(_triton_key().encode("utf-8")).hexdigest(),
+        triton_hash=hashlib.sha256(compiler_facts.triton_key().encode("utf-8")).hexdigest(),
         backend_hash=hashlib.sha256(backend_hash.encode("utf-8")).hexdigest(),
         backend_versions=tuple(sorted(versions.items())),
         torch_version=str(torch.__version__),
     )
-
-
-def _triton_key() -> str:
-    try:
-        from triton.runtime.cache import triton_key
-    except ImportError:  # older layouts kept it in the compiler module
-        from triton.compiler.compiler import triton_key  # type: ignore[no-redef,attr-defined,unused-ignore]
-    key: str = triton_key()
-    return key
-
-
-def triton_gpu_target(arch: str) -> Any:
-    from triton.backends.compiler import GPUTarget
-
-    return GPUTarget(*triton_target_of(arch))
-
-
-def _backend_hash(arch: str) -> str:
-    from triton.compiler.compiler import make_backend
-
-    try:
-        return str(make_backend(triton_gpu_target(arch)).hash())
-    except Exception as exc:  # a backend whose tools are missing still gets a stable, explicit fingerprint
-        return f"unavailable:{arch}:{type(exc).__name__}"
 
 
 def _backend_versions(backend_hash: str) -> dict[str, str]:

@@ -8,6 +8,7 @@ import os
 from tuned_kernels.hardware.archs import DeviceFacts, target_for_arch, target_from_facts
 
 from tuned_kernels.model import Target
+from tuned_kernels.triton_edge.interpreter import interpret_from_now_on, interpreting
 
 TARGET_ENV = "TUNED_KERNELS_TARGET"
 
@@ -23,10 +24,6 @@ def detect() -> Target:
 @functools.lru_cache(maxsize=1)
 def _detected() -> Target:
     return target_from_facts(probe_device())
-
-
-def interpreting() -> bool:
-    return os.environ.get("TRITON_INTERPRET", "0") not in ("", "0")
 
 
 def probe_device() -> DeviceFacts:
@@ -71,4 +68,4 @@ def interpret_without_gpu() -> None:
     import torch
 
     if not torch.cuda.is_available():
-        os.environ["TRITON_INTERPRET"] = "1"
+        interpret_from_now_on()

@@ -74,10 +74,11 @@ def test_served_artifacts_load_through_tritons_own_metadata_parsing(
     from triton.compiler.compiler import CompiledKernel
     from triton.runtime.cache import FileCacheManager
 
-    monkeypatch.setattr(cache_manager, "STORE", cache_manager.ArtifactStore())
+    store = cache_manager.ArtifactStore()
+    monkeypatch.setattr(cache_manager.ArtifactCacheManager, "store", store)
     monkeypatch.setattr(cache_manager.ArtifactCacheManager, "inner_class", FileCacheManager)
     monkeypatch.setenv("TRITON_CACHE_DIR", str(tmp_path))
-    cache_manager.STORE.add(compiled, "test bundle")
+    store.add(compiled, "test bundle")
     for entry in compiled.entries:
         (artifact,) = entry.artifacts
         metadata_name = next(f.name for f in artifact.files if f.name.endswith(".json"))
@@ -89,7 +90,7 @@ def test_served_artifacts_load_through_tritons_own_metadata_parsing(
         assert kernel.metadata.hash == artifact.cache_key
         assert f"{kernel.metadata.target.backend}:{kernel.metadata.target.arch}" in artifact.gpu_target
     # entries whose launches compile to the same kernel share one artifact, placed once
-    assert cache_manager.STORE.served == len({e.artifacts[0].cache_key for e in compiled.entries})
+    assert store.served == len({e.artifacts[0].cache_key for e in compiled.entries})
 
 
 def test_a_corrupt_artifact_falls_back_to_compiling_with_one_warning(
@@ -97,18 +98,19 @@ def test_a_corrupt_artifact_falls_back_to_compiling_with_one_warning(
 ) -> None:
     from triton.runtime.cache import FileCacheManager
 
-    monkeypatch.setattr(cache_manager, "STORE", cache_manager.ArtifactStore())
+    store = cache_manager.ArtifactStore()
+    monkeypatch.setattr(cache_manager.ArtifactCacheManager, "store", store)
     monkeypatch.setattr(cache_manager.ArtifactCacheManager, "inner_class", FileCacheManager)
     monkeypatch.setenv("TRITON_CACHE_DIR", str(tmp_path))
     problems: list[str] = []
-    cache_manager.STORE.on_problem = problems.append
+    store.on_problem = problems.append
     entries, blobs = [], {}
     for block in (32, 64):
         item, item_blobs = factories.with_artifact(factories.entry(block=block), payload=b"cubin %d" % block)
         entries.append(item)
         blobs.update({sha: b"flipped" for sha in item_blobs})  # every blob's bytes differ from its hash
     header = factories.results(target=factories.H100).header
-    cache_manager.STORE.add(model.Results(header, tuple(entries), blobs), "bad bundle")
+    store.add(model.Results(header, tuple(entries), blobs), "bad bundle")
     for item in entries:
         manager = cache_manager.ArtifactCacheManager(
             cache_manager.triton_manager_key(item.artifacts[0].cache_key)
@@ -185,3 +187,16 @@ def test_tune_on_the_cpu_target_says_artifacts_do_not_apply(tmp_path: Path) -> N
     assert run.returncode == 0, run.stderr
     assert "artifacts: do not apply to the cpu target" in run.stdout
     assert all(not e.artifacts for e in read_results(tmp_path / "r.pb").entries)
+
+
+def test_a_captured_winner_compiles_from_a_launchs_arguments_after_its_own_pre_hook(tmp_path: Path) -> None:
+    """Capture compiles the winner from what `Autotuner.run` saw (grid and warmup included: they used to
+    collide with warmup's own) and runs the winner's pre_hook first, as the launch will."""
+    run = subprocess.run(
+        [sys.executable, str(ROOT / "tests/corpora/prehook_compile.py")],
+        env=_compiler_env(tmp_path),
+        capture_output=True,
+        text=True,
+    )
+    assert run.returncode == 0, run.stderr[-2000:]
+    assert run.stdout.split()[-1] == "[32]", run.stdout  # the hook ran once, for the config compiled

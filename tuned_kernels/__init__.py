@@ -26,10 +26,11 @@ def disable() -> None:
 
 
 def stats() -> dict[str, Any]:
-    """Bundles found, selected and rejected (with reasons), overlay location and size, hits, misses."""
-    from tuned_kernels.registry.runtime import REGISTRY
+    """Bundles found, selected and rejected (with reasons), overlay location and size, hits, misses (of the
+    registry `enable()` installed; without one, what a registry would find)."""
+    from tuned_kernels.registry import Registry, installed_registry
 
-    return REGISTRY.summary()
+    return (installed_registry() or Registry()).summary()
 
 
 __all__ = ["__version__", "disable", "enable", "stats"]

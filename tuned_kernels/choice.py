@@ -11,14 +11,11 @@ disabled, the first implementation is used (no timing at run time unless asked f
 from __future__ import annotations
 
 import inspect
-import os
-import statistics
-import time
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from typing import Any
 
-from tuned_kernels import model
-from tuned_kernels.errors import one_line
+from tuned_kernels import model, resolving
+from tuned_kernels.triton_edge.benchmarker import quick_benchmarker
 from tuned_kernels.triton_edge.keys import config_from_triton, kernel_identity, tuning_key
 
 IMPL = "IMPL"
@@ -58,55 +55,19 @@ class ImplementationChoice:
         return self.impls[name](*args, **kwargs)
 
     def _decide(self, key: model.TuningKey, args: tuple[Any, ...]) -> str:
-        from tuned_kernels.registry.hook import is_enabled
-        from tuned_kernels.registry.runtime import REGISTRY, warn
-
+        """The installed resolver's answer for this key (with none installed, the default)."""
         default = next(iter(self.impls))
-        if not is_enabled():
+        resolver = resolving.current()
+        if resolver is None:
             return default
-        identity = kernel_identity(self)
-        try:
-            own = {config_from_triton(c) for c in self.configs}
-            decision = REGISTRY.decide(identity, key, own.__contains__)
-        except Exception as exc:  # the registry must never break the op: its default implementation runs
-            warn(f"registry look-up failed, using {default}: {one_line(f'{type(exc).__name__}: {exc}')}")
-            return default
-        if decision.kind in ("hit", "nearest"):
-            REGISTRY.count(decision, identity, 0, key)
-            return str(dict(decision.configs[0].kwargs)[IMPL])
-        times = {name: _time(_bound(impl, args)) for name, impl in self.impls.items()}
-        winner = min(times, key=lambda n: times[n])
-        REGISTRY.count(decision, identity, len(times), key)
-        configs = {name: config_from_triton(c) for name, c in zip(self.impls, self.configs, strict=True)}
-        REGISTRY.remember(
-            model.Entry(
-                kernel=identity,
-                key=key,
-                best=configs[winner],
-                timings=tuple(
-                    model.Timing(configs[n], t) for n, t in sorted(times.items(), key=lambda x: x[1])
-                ),
-                found_by=model.FoundBy.ONLINE,
-                configs_benchmarked=len(times),
-            )
-        )
-        return winner
+        own = {config_from_triton(c): name for c, name in zip(self.configs, self.impls, strict=True)}
+        bench = quick_benchmarker()
+
+        def measure(names: Sequence[str]) -> dict[str, float]:
+            return {name: bench(_bound(self.impls[name], args)) for name in names}
+
+        return resolver.resolve(kernel_identity(self), key, own, measure).chosen
 
 
 def _bound(impl: Callable[..., Any], args: tuple[Any, ...]) -> Callable[[], Any]:
     return lambda: impl(*args)
-
-
-def _time(fn: Callable[[], Any]) -> float:
-    """Milliseconds per call: Triton's benchmarker on a GPU, wall clock under the interpreter."""
-    if os.environ.get("TRITON_INTERPRET", "0") in ("", "0"):
-        from triton.testing import do_bench
-
-        return float(do_bench(fn, warmup=5, rep=20, return_mode="median"))
-    fn()
-    samples = []
-    for _ in range(3):
-        t0 = time.perf_counter()
-        fn()
-        samples.append((time.perf_counter() - t0) * 1e3)
-    return statistics.median(samples)

@@ -112,9 +112,9 @@ def pytest_terminal_summary(terminalreporter: Any, config: pytest.Config) -> Non
 
 
 def _own_stats() -> dict[str, Any]:
-    from tuned_kernels.registry.runtime import REGISTRY
+    from tuned_kernels.registry import Registry, installed_registry
 
-    s = REGISTRY.stats
+    s = (installed_registry() or Registry()).stats
     return {
         "hits": s.hits,
         "nearest": s.nearest,
@@ -126,13 +126,13 @@ def _own_stats() -> dict[str, Any]:
 def _merge_parts(dump: str) -> int:
     """Joins the workers' parts into `dump` (decisions made by several workers: the faster entry wins)."""
     from tuned_kernels import model
-    from tuned_kernels.registry.runtime import REGISTRY
+    from tuned_kernels.registry import Registry, installed_registry
     from tuned_kernels.results import read_results, write_results
     from tuned_kernels.results.merge import join
 
     parts_dir = _parts_dir(dump)
     parts = [read_results(p) for p in sorted(parts_dir.glob("*.pb"))]
-    header = parts[0].header if parts else REGISTRY.header(model.Producer.CAPTURE)
+    header = parts[0].header if parts else (installed_registry() or Registry()).header(model.Producer.CAPTURE)
     merged = join(header, parts)
     write_results(dump, merged)
     shutil.rmtree(parts_dir, ignore_errors=True)

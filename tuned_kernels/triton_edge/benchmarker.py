@@ -8,6 +8,8 @@ import time
 from collections.abc import Callable
 from typing import Protocol
 
+from tuned_kernels.triton_edge.interpreter import interpreting
+
 
 class Benchmarker(Protocol):
     def __call__(self, fn: Callable[[], object]) -> float:
@@ -51,3 +53,8 @@ class WallClockBenchmarker:
 
 def default_benchmarker(on_gpu: bool) -> Benchmarker:
     return DeviceBenchmarker() if on_gpu else WallClockBenchmarker()
+
+
+def quick_benchmarker() -> Benchmarker:
+    """For choosing at run time among a few implementations (an `ImplementationChoice` miss): short."""
+    return WallClockBenchmarker(min_reps=3, min_seconds=0.0) if interpreting() else DeviceBenchmarker(5, 20)

@@ -79,9 +79,6 @@ class ArtifactStore:
             self.served += 1
 
 
-STORE = ArtifactStore()
-
-
 def triton_manager_key(cache_key: str) -> str:
     """Triton creates cache managers with the base32 form of its hex compile hash."""
     return base64.b32encode(bytes.fromhex(cache_key)).decode("ascii").rstrip("=")
@@ -91,6 +88,7 @@ class ArtifactCacheManager:
     """A Triton `CacheManager` that falls back to the selected bundles' compiled kernels."""
 
     inner_class: Any = None  # the manager class Triton used before: set by `install`
+    store: ArtifactStore = ArtifactStore()  # what `install` was given (Triton creates managers by class)
 
     def __init__(self, key: str, override: bool = False, dump: bool = False) -> None:
         self.key = key
@@ -101,16 +99,17 @@ class ArtifactCacheManager:
         group: dict[str, str] | None = self.inner.get_group(filename)
         if group is not None or not self.serving:
             return group
-        files = STORE.files_for(self.key, filename)
+        store = type(self).store
+        files = store.files_for(self.key, filename)
         if files is None:
             return None
         try:
             group = {name: str(self.inner.put(data, name, binary=True)) for name, data in files.items()}
             self.inner.put_group(filename, group)
         except Exception as exc:  # an unwritable cache: Triton compiles (and reports its own error)
-            STORE.on_problem(f"cannot place a compiled kernel in Triton's cache: {exc}")
+            store.on_problem(f"cannot place a compiled kernel in Triton's cache: {exc}")
             return None
-        STORE.count_served()
+        store.count_served()
         return group
 
     def get_file(self, filename: str) -> Any:
@@ -126,11 +125,12 @@ class ArtifactCacheManager:
         return getattr(self.__dict__["inner"], name)
 
 
-def install() -> None:
-    """From now on Triton's compiles consult the store (idempotent)."""
+def install(store: ArtifactStore) -> None:
+    """From now on Triton's compiles consult `store` (idempotent)."""
     from triton import knobs
     from triton.runtime.cache import FileCacheManager
 
+    ArtifactCacheManager.store = store
     current = knobs.cache.manager_class or FileCacheManager
     if current is not ArtifactCacheManager:
         ArtifactCacheManager.inner_class = current

@@ -15,8 +15,9 @@ from pathlib import Path
 from typing import Any
 
 from tuned_kernels import model
-from tuned_kernels.triton_edge.keys import config_to_triton, jit_function
+from tuned_kernels.triton_edge.keys import config_from_triton, config_to_triton, jit_function
 
+LAUNCH_ONLY = ("grid", "warmup")  # what a launch passes `Autotuner.run` beside the kernel's arguments
 BINARY_SUFFIXES = (".cubin", ".hsaco")  # what a GPU loads; the IRs beside them are not shipped
 METADATA_SUFFIX = ".json"
 
@@ -31,7 +32,11 @@ def warmup(autotuner: Any, named_args: Mapping[str, Any], config: model.Config) 
     """Compiles the kernel that a launch with these arguments and `config` runs, without launching it,
     and returns Triton's `CompiledKernel` (from Triton's caches when already compiled). The kernel's
     `@triton.heuristics` are applied as a launch would apply them."""
-    kwargs = {**named_args, **config_to_triton(config).all_kwargs()}
+    kwargs = {k: v for k, v in named_args.items() if k not in LAUNCH_ONLY}
+    own = next((c for c in getattr(autotuner, "configs", ()) if config_from_triton(c) == config), None)
+    if own is not None and own.pre_hook is not None:  # the winner's own hook sets what its compile sees
+        own.pre_hook({**kwargs, **own.all_kwargs()})
+    kwargs.update(config_to_triton(config).all_kwargs())
     fn = autotuner.fn
     while type(fn).__name__ != "JITFunction":
         if not hasattr(fn, "fn"):

@@ -1,0 +1,46 @@
+"""The tuner's resolver: kernels tuned earlier in this run launch with their winners (an implementation
+choice is measured with its implementations at their best); anything else is measured, never kept."""
+
+from __future__ import annotations
+
+import warnings
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from typing import TypeVar
+
+from tuned_kernels import model
+from tuned_kernels.decision import Decision, slot_of
+from tuned_kernels.resolving import Compiled, Resolved
+
+T = TypeVar("T")
+
+
+class TunedAnswers:
+    def __init__(self, entries: Iterable[model.Entry]) -> None:
+        self.entries = {e.slot: e for e in entries}
+
+    def resolve(
+        self,
+        identity: model.KernelIdentity,
+        key: model.TuningKey,
+        own: Mapping[model.Config, T],
+        measure: Callable[[Sequence[T]], Mapping[T, float]],
+        tune_space: Mapping[model.Config, T] | None = None,
+        compiled: Callable[[model.Config], Compiled] | None = None,
+    ) -> Resolved[T]:
+        entry = self.entries.get(slot_of(identity, key))
+        if entry is not None and entry.best in own:
+            return Resolved(own[entry.best], Decision("hit", (entry.best,), "this run"))
+        values = list((tune_space if tune_space is not None else own).values())
+        if len(values) == 1:
+            return Resolved(values[0], Decision("miss"))
+        timings = measure(values)
+        return Resolved(min(timings, key=lambda v: timings[v]), Decision("miss"))
+
+    def refuse(
+        self, identity: model.KernelIdentity, key: model.TuningKey, decision: Decision, why: str
+    ) -> None:
+        self.entries.pop(slot_of(identity, key), None)
+        self.warn(f"{identity.name}: the config tuned for {key} failed to launch ({why})")
+
+    def warn(self, message: str) -> None:
+        warnings.warn(f"tuned-kernels: {message}", stacklevel=3)

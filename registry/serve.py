@@ -1,0 +1,48 @@
+"""Turning serving on and off: `enable()` builds a `Registry` from the environment's settings, installs it
+as this process's resolver and patches Triton's autotuner through the Triton edge; `disable()` undoes both.
+Tests build their own `Registry` and install it with `resolving.installed` instead."""
+
+from __future__ import annotations
+
+import contextlib
+import os
+from collections.abc import Iterator
+
+from tuned_kernels.registry.runtime import Registry
+from tuned_kernels.registry.settings import Settings
+
+from tuned_kernels import resolving
+from tuned_kernels.triton_edge import autotuner, cache_manager
+
+
+def enable(settings: Settings | None = None) -> Registry:
+    """From now on every autotuned kernel and implementation choice in the process asks the registry
+    (kept if one is already installed and no settings are given)."""
+    registry = installed_registry()
+    if registry is None or settings is not None:
+        registry = Registry(settings or Settings.from_environ(os.environ))
+        resolving.install(registry)
+    autotuner.patch()
+    return registry
+
+
+def disable() -> None:
+    resolving.install(None)
+    autotuner.unpatch()
+    cache_manager.uninstall()
+
+
+def is_enabled() -> bool:
+    return installed_registry() is not None
+
+
+def installed_registry() -> Registry | None:
+    current = resolving.current()
+    return current if isinstance(current, Registry) else None
+
+
+@contextlib.contextmanager
+def disabled() -> Iterator[None]:
+    """Within this block nothing answers for kernels: they tune as Triton does."""
+    with resolving.installed(None):
+        yield

@@ -1,0 +1,38 @@
+"""How a registry serves, read once from the environment where the registry is enabled (never from inside
+it): TUNED_KERNELS_ON_MISS, TUNED_KERNELS_STALE, TUNED_KERNELS_CAPTURE, TUNED_KERNELS_REPORT."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from tuned_kernels.decision import Policy
+
+ON_MISS_ENV = "TUNED_KERNELS_ON_MISS"  # tune (default) | nearest
+STALE_ENV = "TUNED_KERNELS_STALE"  # reject (default) | seed
+CAPTURE_ENV = "TUNED_KERNELS_CAPTURE"  # a results file to record every decision into (tuned-kernels capture)
+REPORT_ENV = (
+    "TUNED_KERNELS_REPORT"  # a file each process appends its hits and misses to (tuned-kernels coverage)
+)
+
+
+@dataclass(frozen=True)
+class Settings:
+    """Serve (the default), capture (`capture` set: every decision measured and recorded there, compiled
+    kernels kept) or coverage (`report` set: hits and misses appended there at exit)."""
+
+    policy: Policy = field(default_factory=Policy)
+    capture: Path | None = None
+    report: Path | None = None
+
+    @staticmethod
+    def from_environ(environ: Mapping[str, str]) -> Settings:
+        capture = environ.get(CAPTURE_ENV)
+        report = environ.get(REPORT_ENV)
+        policy = Policy(
+            on_miss="nearest" if environ.get(ON_MISS_ENV) == "nearest" else "tune",
+            stale="seed" if environ.get(STALE_ENV) == "seed" else "reject",
+            measure_always=bool(capture),
+        )
+        return Settings(policy, Path(capture) if capture else None, Path(report) if report else None)

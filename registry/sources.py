@@ -1,0 +1,98 @@
+"""What the registry answers from: the selected bundles (entries decoded on demand), the stale ones (seeds),
+the overlay and what this process tuned, and the configs refused here. Implements `decision.Sources`; a
+bundle that turns out corrupt is dropped with one problem reported, the others keep answering."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable
+
+from tuned_kernels import model
+from tuned_kernels.decision import Found
+from tuned_kernels.errors import TunedKernelsError
+from tuned_kernels.results.view import ResultsView
+
+Table = dict[tuple[str, str], dict[model.TuningKey, model.Entry]]
+
+
+class LoadedSources:
+    def __init__(
+        self,
+        bundles: Iterable[ResultsView] = (),
+        stale: Iterable[ResultsView] = (),
+        local_name: str = "overlay",
+        on_problem: Callable[[str], None] = lambda _: None,
+    ) -> None:
+        self.bundles = list(bundles)  # best first
+        self.stale = list(stale)
+        self.local: Table = {}  # the overlay's entries and those tuned in this process
+        self.local_name = local_name
+        self.refused: dict[model.EntrySlot, model.Config] = {}  # served configs that failed to launch
+        self.on_problem = on_problem
+
+    def add_local(self, entries: Iterable[model.Entry]) -> None:
+        """Entries answered after the bundles' (the overlay's, and those tuned in this process)."""
+        for entry in entries:
+            self.local.setdefault((entry.kernel.name, entry.kernel.source_hash), {})[entry.key] = entry
+
+    def refuse(self, slot: model.EntrySlot, config: model.Config) -> None:
+        self.refused[slot] = config
+        self.local.get(slot[:2], {}).pop(slot[2], None)
+
+    def __len__(self) -> int:
+        return sum(len(v) for v in self.bundles) + sum(len(v) for v in self.local.values())
+
+    def lookup(self, slot: model.EntrySlot) -> Found | None:
+        if slot in self.refused:
+            return None
+        for view in list(self.bundles):
+            try:
+                entry = view.lookup(slot)
+            except TunedKernelsError as exc:  # a corrupt entry or index: this bundle answers no more
+                self._drop(view, exc)
+                continue
+            if entry is not None:
+                return entry, view.path
+        entry = self.local.get(slot[:2], {}).get(slot[2])
+        return (entry, self.local_name) if entry is not None else None
+
+    def keys_of(self, identity: model.KernelIdentity) -> dict[model.TuningKey, Found]:
+        """Every key known for this kernel (same source), bundles winning over the overlay."""
+        local = self.local.get((identity.name, identity.source_hash), {})
+        keys = {k: (e, self.local_name) for k, e in local.items()}
+        for view in reversed(self.bundles):
+            for e in self._named(view, identity):
+                keys[e.key] = (e, view.path)
+        return keys
+
+    def stale_entries(self, identity: model.KernelIdentity) -> list[model.Entry]:
+        """Stale bundles' entries for kernels of this name (any source: the kernel may have changed too)."""
+        return [e for view in reversed(self.stale) for e in self._entries_named(view, identity.name)]
+
+    def known_bad(self, identity: model.KernelIdentity) -> frozenset[model.Config]:
+        """Configs of this kernel that a bundle recorded as rejected (wrong numbers, failed compiles) or
+        that failed to launch here."""
+        kernel = (identity.name, identity.source_hash)
+        bad = {config for slot, config in self.refused.items() if slot[:2] == kernel}
+        for view in (*self.bundles, *self.stale):
+            for e in self._named(view, identity):
+                bad.update(r.config for r in e.rejected)
+        return frozenset(bad)
+
+    def _named(self, view: ResultsView, identity: model.KernelIdentity) -> list[model.Entry]:
+        return [
+            e
+            for e in self._entries_named(view, identity.name)
+            if e.kernel.source_hash == identity.source_hash
+        ]
+
+    def _entries_named(self, view: ResultsView, name: str) -> list[model.Entry]:
+        try:
+            return view.entries_named(name)
+        except TunedKernelsError as exc:
+            self._drop(view, exc)
+            return []
+
+    def _drop(self, view: ResultsView, exc: TunedKernelsError) -> None:
+        self.bundles = [b for b in self.bundles if b is not view]
+        self.stale = [b for b in self.stale if b is not view]
+        self.on_problem(f"dropping bundle: {exc}")

@@ -1,0 +1,123 @@
+"""The one place that decides, for a kernel launch, between a stored config and tuning. Pure.
+
+`decide(identity, key, fits, sources, policy)` returns a `Decision`: a hit (the stored config for this
+exact slot), nearest (the config of the nearest tuned key, when the policy asks for it), seed (a stale
+bundle's configs to start a short re-tune from) or miss, with the configs a miss must never try. A stored
+config counts only where `fits` says it is one the kernel itself offers; the others come back as `unfit`,
+for the caller to report. Serving, capture and coverage differ only in their `Policy`.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Literal, Protocol
+
+from tuned_kernels import model
+from tuned_kernels.nearest import nearest_key
+from tuned_kernels.search import neighbours
+
+Found = tuple[model.Entry, str]  # an entry and the file it came from
+
+
+@dataclass(frozen=True)
+class Decision:
+    kind: Literal["hit", "nearest", "seed", "miss"]
+    configs: tuple[model.Config, ...] = ()  # hit/nearest: the one config; seed: the configs to try first
+    source: str = ""  # the bundle (or overlay) file that answered
+    excluded: frozenset[model.Config] = frozenset()  # seed/miss: configs known to fail, never tried
+    unfit: tuple[Found, ...] = field(default=(), compare=False)  # stored configs the kernel does not offer
+
+    @property
+    def served(self) -> bool:
+        return self.kind in ("hit", "nearest")
+
+
+@dataclass(frozen=True)
+class Policy:
+    """How decisions are made: `measure_always` (capture) makes every decision a miss."""
+
+    on_miss: Literal["tune", "nearest"] = "tune"
+    stale: Literal["reject", "seed"] = "reject"
+    measure_always: bool = False
+
+
+class Sources(Protocol):
+    """What a decision reads: the selected bundles and the overlay (implemented by the registry)."""
+
+    def lookup(self, slot: model.EntrySlot) -> Found | None: ...
+
+    def keys_of(self, identity: model.KernelIdentity) -> Mapping[model.TuningKey, Found]: ...
+
+    def stale_entries(self, identity: model.KernelIdentity) -> Sequence[model.Entry]: ...
+
+    def known_bad(self, identity: model.KernelIdentity) -> frozenset[model.Config]: ...
+
+
+def slot_of(identity: model.KernelIdentity, key: model.TuningKey) -> model.EntrySlot:
+    return (identity.name, identity.source_hash, key)
+
+
+def decide(
+    identity: model.KernelIdentity,
+    key: model.TuningKey,
+    fits: Callable[[model.Config], bool],
+    sources: Sources,
+    policy: Policy,
+) -> Decision:
+    if policy.measure_always:
+        return Decision("miss")
+    unfit: list[Found] = []
+    found = sources.lookup(slot_of(identity, key))
+    if found is not None:
+        if fits(found[0].best):
+            return Decision("hit", (found[0].best,), found[1])
+        unfit.append(found)
+    if policy.on_miss == "nearest":
+        keys = {k: f for k, f in sources.keys_of(identity).items() if fits(f[0].best)}
+        near = nearest_key(key, keys)
+        if near is not None:
+            return Decision("nearest", (keys[near][0].best,), keys[near][1], unfit=tuple(unfit))
+    excluded = sources.known_bad(identity)
+    if policy.stale == "seed":
+        stale = {e.key: e for e in sources.stale_entries(identity)}
+        near = nearest_key(key, stale)
+        if near is not None:
+            old = stale[near]
+            seeds = (old.best, *(t.config for t in old.timings[:3]))
+            return Decision("seed", seeds, "stale bundle", excluded, tuple(unfit))
+    return Decision("miss", excluded=excluded, unfit=tuple(unfit))
+
+
+def candidates(space: Sequence[model.Config], decision: Decision) -> list[model.Config]:
+    """What a miss measures: the space without known-bad configs (all of it if nothing else is left), and
+    for a seed decision only the seeds and their neighbours."""
+    allowed = [c for c in space if c not in decision.excluded] or list(space)
+    if decision.kind != "seed":
+        return allowed
+    keep = {s for s in decision.configs if s in allowed}
+    for seed in list(keep):
+        keep.update(neighbours(seed, allowed))
+    return [c for c in allowed if c in keep] or allowed
+
+
+def measured_entry(
+    identity: model.KernelIdentity,
+    key: model.TuningKey,
+    timings: Mapping[model.Config, float],
+    decision: Decision,
+    found_by: model.FoundBy = model.FoundBy.ONLINE,
+) -> model.Entry | None:
+    """The entry a miss leaves behind: the fastest config, the next best few, how it was found (None when
+    no config ran: nothing to remember)."""
+    ranked = sorted((t, repr(c), c) for c, t in timings.items() if t != float("inf"))
+    if not ranked:
+        return None
+    return model.Entry(
+        kernel=identity,
+        key=key,
+        best=ranked[0][2],
+        timings=tuple(model.Timing(c, float(t)) for t, _, c in ranked[:5]),
+        found_by=model.FoundBy.SEEDED if decision.kind == "seed" else found_by,
+        configs_benchmarked=len(timings),
+    )

@@ -1,0 +1,153 @@
+"""The hook in Triton's `Autotuner`: every autotuned kernel asks the installed resolver for its config.
+
+Triton's `Autotuner.run` calls `prune_configs` only on a key it has not cached, and when pruning leaves a
+single config it uses it (Triton 3.8+ without timing it; 3.6 and 3.7 still time it once, which `_bench`
+answers without running). Replacing `prune_configs` therefore costs nothing on the hot path: the resolver
+answers once per key, with a stored config or by measuring the kernel's configs through the kernel's own
+`do_bench` (a wall clock under the interpreter), and Triton caches the answer itself. A launch that raises
+with a config served in that very call is retried once after the resolver refuses the config. Kernels
+defined before or after `patch()` are covered: the methods are replaced on the class.
+"""
+
+from __future__ import annotations
+
+import builtins
+import contextlib
+import functools
+import time
+from collections.abc import Iterator, Mapping, Sequence
+from typing import Any
+
+from tuned_kernels import model, resolving
+from tuned_kernels.errors import one_line
+from tuned_kernels.resolving import Compiled
+from tuned_kernels.triton_edge.benchmarker import WallClockBenchmarker
+from tuned_kernels.triton_edge.compile import artifact_of, warmup
+from tuned_kernels.triton_edge.interpreter import interpreting
+from tuned_kernels.triton_edge.keys import config_from_triton, kernel_identity, kernel_space, tuning_key
+
+_original: dict[str, Any] = {}
+
+
+def _autotuner_class() -> Any:
+    from triton.runtime.autotuner import Autotuner
+
+    return Autotuner
+
+
+def patch() -> None:
+    """Autotuned kernels ask `resolving.current()` from now on (idempotent)."""
+    cls = _autotuner_class()
+    if not _original:
+        _original.update(prune_configs=cls.prune_configs, _bench=cls._bench, run=cls.run)
+        cls.prune_configs, cls._bench, cls.run = _prune_configs, _bench, _run
+
+
+@contextlib.contextmanager
+def patched() -> Iterator[None]:
+    """Patched within this block (and after it if it was before)."""
+    was = bool(_original)
+    patch()
+    try:
+        yield
+    finally:
+        if not was:
+            unpatch()
+
+
+def unpatch() -> None:
+    cls = _autotuner_class()
+    if _original:
+        cls.prune_configs, cls._bench, cls.run = (_original[n] for n in ("prune_configs", "_bench", "run"))
+        _original.clear()
+
+
+def _prune_configs(self: Any, kwargs: dict[str, Any]) -> list[Any]:
+    original = _original["prune_configs"]
+    self.__dict__.pop("_tuned_kernels_chosen", None)
+    resolver = resolving.current()
+    if resolver is None:
+        return list(original(self, kwargs))
+    try:
+        identity = kernel_identity(self)
+        key = tuning_key(self, {**self.nargs, **kwargs})
+        own = {config_from_triton(c): c for c in kernel_space(self, kwargs)}
+        tune_space = {config_from_triton(c): c for c in original(self, kwargs)}
+    except Exception as exc:  # never break a launch: tuned here, as Triton would
+        resolver.warn(f"cannot read {type(self.fn).__name__}'s key, tuning normally: {_said(exc)}")
+        winner, _ = benchmark(self, list(original(self, kwargs)), kwargs)
+        return [winner]
+    named = {**self.nargs, **kwargs}
+    resolved = resolver.resolve(
+        identity,
+        key,
+        own,
+        lambda configs: benchmark(self, list(configs), kwargs)[1],
+        tune_space,
+        None if interpreting() else functools.partial(_compiled, self, named),
+    )
+    self._tuned_kernels_chosen = resolved.chosen  # measured or served already: never timed again
+    if resolved.decision.served:
+        self._tuned_kernels_served = (identity, key, resolved.decision)
+    return [resolved.chosen]
+
+
+def _compiled(autotuner: Any, named: dict[str, Any], config: model.Config) -> Compiled:
+    """The kernel this launch runs with `config`, compiled (from Triton's cache: it was just benchmarked)."""
+    artifact, blobs = artifact_of(warmup(autotuner, named, config), config)
+    return (artifact,), blobs
+
+
+def _run(self: Any, *args: Any, **kwargs: Any) -> Any:
+    """Triton's `Autotuner.run`; when the launch raises with a config served in this very call, the
+    resolver refuses it and the launch is retried, the key tuned as Triton would."""
+    self.__dict__.pop("_tuned_kernels_served", None)
+    try:
+        return _original["run"](self, *args, **kwargs)
+    except Exception as exc:
+        served = self.__dict__.pop("_tuned_kernels_served", None)
+        resolver = resolving.current()
+        if served is None or resolver is None:
+            raise
+        identity, key, decision = served
+        self.cache.pop(key, None)
+        resolver.refuse(identity, key, decision, _said(exc))
+        return _original["run"](self, *args, **kwargs)
+
+
+def _bench(self: Any, *args: Any, config: Any, **kwargs: Any) -> list[float]:
+    """Triton 3.6's `Autotuner.run` times the pruned configs even when only one is left; the config the
+    resolver chose is not timed again (Triton keeps it as the winner), every other call is Triton's own."""
+    if self.__dict__.pop("_tuned_kernels_chosen", None) is config:
+        return [0.0, 0.0, 0.0]
+    result: list[float] = _original["_bench"](self, *args, config=config, **kwargs)
+    return result
+
+
+def benchmark(
+    autotuner: Any, configs: Sequence[Any], kwargs: Mapping[str, Any]
+) -> tuple[Any, dict[Any, float]]:
+    """Times `configs` as `Autotuner.run` would (a wall clock under the interpreter, which has no device
+    timer); returns the winner and each config's median in ms (inf for one that could not run)."""
+    if len(configs) == 1:
+        return configs[0], {configs[0]: 0.0}
+    args = list(autotuner.nargs.values())
+    if interpreting() and autotuner._do_bench is None:
+        autotuner.__dict__["do_bench"] = _wall_clock_do_bench
+    bench = _original.get("_bench") or _autotuner_class()._bench
+    start = time.time()
+    timings = {config: bench(autotuner, *args, config=config, **kwargs) for config in configs}
+    autotuner.bench_time = time.time() - start
+    winner = builtins.min(timings, key=lambda c: timings[c])
+    autotuner.pre_hook({**autotuner.nargs, **kwargs, **winner.all_kwargs()}, reset_only=True)
+    autotuner.configs_timings = timings
+    return winner, {config: float(t[0]) for config, t in timings.items()}
+
+
+def _wall_clock_do_bench(kernel_call: Any, quantiles: Any = None, **_: Any) -> list[float]:
+    ms = WallClockBenchmarker(min_reps=2, min_seconds=0.0)(kernel_call)
+    return [ms, ms, ms]
+
+
+def _said(exc: BaseException) -> str:
+    return one_line(f"{type(exc).__name__}: {exc}", 120)
