@@ -7,6 +7,7 @@ each takes the next key nobody has claimed, and the parts are merged.
 from __future__ import annotations
 
 import dataclasses
+import json
 import os
 import shutil
 import subprocess
@@ -17,9 +18,9 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from tuned_kernels.aot.corpus import load_corpus, select_families
+from tuned_kernels.aot.corpus_loader import load_corpus, select_families
 from tuned_kernels.aot.progress import Progress
-from tuned_kernels.aot.tuner import TuneOptions, Tuner, TuneReport, work_items
+from tuned_kernels.aot.tuner import TuneOptions, Tuner, TuneReport, merge_reports, work_items
 from tuned_kernels.hardware import compiler_fingerprint, detect
 
 from tuned_kernels import model, resolving
@@ -53,8 +54,10 @@ def run_tune(request: TuneRequest, created_at: str) -> TuneReport:
     target = detect()
     gpus = torch.cuda.device_count() if target.arch != "cpu" else 0
     claims = os.environ.get(CLAIMS_ENV)
-    if claims:  # a worker started by _run_workers
-        return _tune_here(request, target, created_at, claimer(Path(claims)))
+    if claims:  # a worker started by _run_workers: its report goes beside its part, for the merged one
+        report = _tune_here(request, target, created_at, claimer(Path(claims)))
+        _report_path(request.output).write_text(json.dumps(dataclasses.asdict(report)))
+        return report
     if gpus > 1:
         return _run_workers(request, gpus, target, created_at)
     return _tune_here(request, target, created_at)
@@ -115,7 +118,7 @@ def _tune_here(
 
 def _run_workers(request: TuneRequest, gpus: int, target: model.Target, created_at: str) -> TuneReport:
     """This process tunes on GPU 0 and starts one worker process per other GPU; all of them take this
-    shard's keys as they reach them (claim files), and their files are merged into the output."""
+    shard's keys as they reach them (claim files), and their files and reports are merged into one."""
     start = time.monotonic()
     with tempfile.TemporaryDirectory(prefix="tuned-kernels-workers-") as tmp:
         claims = Path(tmp) / "claims"
@@ -125,62 +128,62 @@ def _run_workers(request: TuneRequest, gpus: int, target: model.Target, created_
         if resume:  # every participant skips the keys finished earlier
             for part in parts:
                 shutil.copyfile(request.output, part)
-        procs = []
-        for gpu in range(1, gpus):
-            argv = [
-                sys.executable,
-                "-m",
-                "tuned_kernels",
-                "tune",
-                "--corpus",
-                request.corpus,
-                "--shapes",
-                request.shapes,
-                "-o",
-                parts[gpu],
-                "--shard",
-                "{}/{}".format(*request.options.shard),
-                "--strategy",
-                request.options.strategy,
-                "--jobs",
-                str(request.options.jobs),
-                "--artifacts",
-                request.options.artifacts,
-            ]
-            argv += ["--resume"] if resume else []
-            argv += [a for k in request.kernels for a in ("--kernels", k)]
-            argv += [a for s in request.seed_files for a in ("--seed-from", s)]
-            if request.options.time_budget_s is not None:
-                argv += ["--time-budget", str(request.options.time_budget_s)]
-            env = {**os.environ, CLAIMS_ENV: str(claims), "CUDA_VISIBLE_DEVICES": _device_of(gpu)}
-            # the workers' summaries go to stderr: stdout carries this command's own (perhaps JSON) summary
-            procs.append(subprocess.Popen(argv, env=env, stdout=sys.stderr))
+        procs = [_start_worker(request, gpu, parts[gpu], claims, resume) for gpu in range(1, gpus)]
         try:
-            own = dataclasses.replace(request, output=parts[0])
-            _tune_here(own, target, created_at, claimer(claims))
+            own = _tune_here(
+                dataclasses.replace(request, output=parts[0]), target, created_at, claimer(claims)
+            )
         finally:
             failed = [gpu for gpu, p in enumerate(procs, 1) if p.wait() != 0]
-        inputs = []
-        for part in parts:
-            try:
-                inputs.append((part, read_results(part)))
-            except (ResultsFormatError, OSError):
-                continue
-        merged = merge_results(inputs, created_at=created_at, tool_version=TOOL_VERSION)
-        write_results(
-            request.output,
-            model.Results(header_now(target, model.Producer.TUNE, created_at), merged.entries, merged.blobs),
-        )
-    report = TuneReport(
-        cases=len(merged.entries),
-        tuned=len(merged.entries),
-        configs_benchmarked=sum(e.configs_benchmarked for e in merged.entries),
-        rejected=sum(len(e.rejected) for e in merged.entries),
-        seconds=time.monotonic() - start,
-        artifacts=sum(len(e.artifacts) for e in merged.entries),
-    )
-    report.failed = [f"worker on GPU {gpu} failed" for gpu in failed]
+        merged = _merge_parts(parts, target, created_at, request.output)
+        reports = [own, *(_worker_report(part) for part in parts[1:])]
+    report = merge_reports(reports, time.monotonic() - start)
+    report.failed += [f"worker on GPU {gpu} failed" for gpu in failed]
+    report.cases = max(report.cases, len(merged.entries))
     return report
+
+
+def _start_worker(
+    request: TuneRequest, gpu: int, part: str, claims: Path, resume: bool
+) -> subprocess.Popen[bytes]:
+    options = request.options
+    argv = [sys.executable, "-m", "tuned_kernels", "tune", "--corpus", request.corpus, "--shapes", request.shapes,
+            "-o", part, "--shard", "{}/{}".format(*options.shard), "--strategy", options.strategy,
+            "--jobs", str(options.jobs), "--artifacts", options.artifacts]  # fmt: skip
+    argv += ["--resume"] if resume else []
+    argv += [a for k in request.kernels for a in ("--kernels", k)]
+    argv += [a for s in request.seed_files for a in ("--seed-from", s)]
+    if options.time_budget_s is not None:
+        argv += ["--time-budget", str(options.time_budget_s)]
+    env = {**os.environ, CLAIMS_ENV: str(claims), "CUDA_VISIBLE_DEVICES": _device_of(gpu)}
+    # the workers' summaries go to stderr: stdout carries this command's own (perhaps JSON) summary
+    return subprocess.Popen(argv, env=env, stdout=sys.stderr)
+
+
+def _merge_parts(parts: Sequence[str], target: model.Target, created_at: str, output: str) -> model.Results:
+    inputs = []
+    for part in parts:
+        try:
+            inputs.append((part, read_results(part)))
+        except (ResultsFormatError, OSError):
+            continue
+    merged = merge_results(inputs, created_at=created_at, tool_version=TOOL_VERSION)
+    header = header_now(target, model.Producer.TUNE, created_at)
+    results = model.Results(header, merged.entries, merged.blobs)
+    write_results(output, results)
+    return results
+
+
+def _report_path(part: str) -> Path:
+    return Path(part + ".report.json")
+
+
+def _worker_report(part: str) -> TuneReport:
+    """What a worker wrote beside its part (nothing: it failed before the end, its entries still count)."""
+    try:
+        return TuneReport(**json.loads(_report_path(part).read_text()))
+    except (OSError, ValueError, TypeError):
+        return TuneReport()
 
 
 def _device_of(gpu: int) -> str:

@@ -71,6 +71,34 @@ class TuneReport:
         self.per_family[family] = self.per_family.get(family, 0) + 1
 
 
+def merge_reports(reports: Sequence[TuneReport], seconds: float) -> TuneReport:
+    """The report of several participants that shared one run's keys: counts and times added up (times
+    are each participant's own, so the sums exceed the wall time `seconds`)."""
+    merged = TuneReport(seconds=seconds)
+    for r in reports:
+        merged.cases = max(merged.cases, r.cases)
+        merged.tuned += r.tuned
+        merged.resumed += r.resumed
+        merged.configs_benchmarked += r.configs_benchmarked
+        merged.rejected += r.rejected
+        merged.stopped_early |= r.stopped_early
+        merged.compile_seconds += r.compile_seconds
+        merged.benchmark_seconds += r.benchmark_seconds
+        merged.failed += r.failed
+        merged.artifacts += r.artifacts
+        merged.artifact_bytes += r.artifact_bytes
+        for family, n in r.per_family.items():
+            merged.per_family[family] = merged.per_family.get(family, 0) + n
+    notes = [r.artifact_note for r in reports if r.artifact_note]
+    kept = merged.artifacts or any("kept," in n for n in notes)
+    merged.artifact_note = (
+        f"{merged.artifacts} compiled kernels kept, {merged.artifact_bytes} bytes"
+        if kept
+        else (notes or [""])[0]
+    )
+    return merged
+
+
 @dataclass(frozen=True)
 class WorkItem:
     family: KernelFamily
@@ -160,13 +188,7 @@ class Tuner:
             rejected.append(model.Rejection(config, reason))
             return None
 
-        if self.options.strategy == "seeded":
-            seeds = self._seeds(family, item.case, key, list(space))
-            measured = search.seeded(list(space), seeds, measure)
-            found_by = model.FoundBy.SEEDED
-        else:
-            measured = search.exhaustive(list(space), measure)
-            found_by = model.FoundBy.EXHAUSTIVE
+        measured, found_by = self._search(family, item.case, key, list(space), measure)
         ranked = sorted((t, repr(c), c) for c, t in measured.items() if t is not None)
         if not ranked:
             raise NoValidConfig(
@@ -184,6 +206,14 @@ class Tuner:
             configs_benchmarked=len(measured),
             artifacts=self._artifacts(kernel, named, keep),
         )
+
+    def _search(
+        self, family: KernelFamily, case: Case, key: model.TuningKey, space: list[model.Config], measure: Any
+    ) -> tuple[dict[model.Config, float | None], model.FoundBy]:
+        if self.options.strategy == "seeded":
+            seeds = self._seeds(family, case, key, space)
+            return search.seeded(space, seeds, measure), model.FoundBy.SEEDED
+        return search.exhaustive(space, measure), model.FoundBy.EXHAUSTIVE
 
     def _artifacts(
         self, kernel: Any, named: dict[str, Any], configs: Sequence[model.Config]
@@ -246,104 +276,20 @@ class Tuner:
         """Tunes `items` in order, skipping slots in `done` and items another process claimed (`claim(i)`
         is asked once per item, when this run reaches it); each new entry goes into `done` and `save`.
         While one key is measured, the next key's space compiles on the compile threads."""
-        report = TuneReport(cases=len(items))
-        start = time.monotonic()
-        ahead: dict[int, tuple[model.EntrySlot, Probed, list[Future[None]]] | None] = {}
-        claimed: dict[int, bool] = {}
-        compilers = ThreadPoolExecutor(max(1, self.options.jobs), thread_name_prefix="tuned-kernels-compile")
-
-        def mine(i: int) -> bool:
-            if i not in claimed:
-                claimed[i] = claim(i)
-            return claimed[i]
-
-        def next_mine(i: int) -> int:
-            while i < len(items) and not mine(i):
-                i += 1
-            return i
-
-        def prepare(i: int) -> None:
-            """Probes item i's key and starts compiling its space; `ahead[i]` is None for an item tuned
-            earlier."""
-            if i >= len(items) or i in ahead:
-                return
-            item = items[i]
-            ahead[i] = None
-            if done and self._slot_on_meta(item) in done:
-                return  # no inputs made: a resumed run skips finished keys fast
-            probed = self.key_of(item)
-            slot = slot_of(item, probed)
-            if slot not in done:
-                ahead[i] = (slot, probed, self._start_compiling(compilers, item.family.kernel, probed[1]))
-
-        def event(
-            n: int,
-            item: WorkItem,
-            configs_done: int = 0,
-            configs_total: int = 0,
-            best: str | None = None,
-            best_ms: float | None = None,
-            summary: str | None = None,
-        ) -> ProgressEvent:
-            elapsed = time.monotonic() - start
-            return ProgressEvent(
-                n,
-                len(items),
-                item.family.name,
-                item.case.id,
-                configs_done,
-                configs_total,
-                best,
-                best_ms,
-                elapsed,
-                summary,
-            )
-
-        def emit_config(n: int, item: WorkItem, *measured: Any) -> None:
-            self.on_progress(event(n, item, *measured))
-
+        run = _Run(self, items, done, claim)
         try:
             for n, item in enumerate(items, 1):
                 budget = self.options.time_budget_s
-                if budget is not None and time.monotonic() - start > budget:
-                    report.stopped_early = True
+                if budget is not None and time.monotonic() - run.start > budget:
+                    run.report.stopped_early = True
                     break
-                if not mine(n - 1):
-                    continue
-                prepare(n - 1)
-                prepared = ahead.pop(n - 1)
-                if prepared is None:
-                    report.resumed += 1
-                    self.on_progress(event(n, item, summary="done earlier, skipped"))
-                    continue
-                slot, probed, compiling = prepared
-                prepare(next_mine(n))  # the next key's space compiles while this one is measured
-                t0 = time.monotonic()
-                for job in compiling:
-                    job.result()
-                self.seconds["compile"] += time.monotonic() - t0
-                t0 = time.monotonic()
-                # an implementation choice runs kernels tuned earlier in this run: they serve their entries
-                choice = isinstance(item.family.kernel, ImplementationChoice)
-                serve = _answering(done.values()) if choice else contextlib.nullcontext()
-                try:
-                    with serve:
-                        entry = self.tune_case(item, probed, functools.partial(emit_config, n, item))
-                except NoValidConfig as exc:
-                    report.failed.append(str(exc))
-                    self.on_progress(event(n, item, summary=f"FAILED: {exc}"))
-                    continue
-                done[slot] = entry
-                save(done)
-                report.add(item.family.name, entry)
-                summary = (
-                    f"best {entry.best.describe()} {entry.best_time_ms:.4g} ms, "
-                    f"{entry.configs_benchmarked} configs, {len(entry.rejected)} rejected "
-                    f"in {time.monotonic() - t0:.1f}s"
-                )
-                self.on_progress(event(n, item, summary=summary))
+                if run.mine(n - 1) and run.tune_item(n, item):
+                    save(done)
         finally:
-            compilers.shutdown(wait=False, cancel_futures=True)
+            run.compilers.shutdown(wait=False, cancel_futures=True)
+        return self._finish(run.report, run.start)
+
+    def _finish(self, report: TuneReport, start: float) -> TuneReport:
         report.seconds = time.monotonic() - start
         report.compile_seconds = self.seconds["compile"]
         report.benchmark_seconds = self.seconds["benchmark"]
@@ -354,6 +300,97 @@ class Tuner:
         else:
             report.artifact_note = f"{report.artifacts} compiled kernels kept, {report.artifact_bytes} bytes"
         return report
+
+
+class _Run:
+    """One `Tuner.run`: which items are this process's, the keys probed (and compiling) ahead, progress."""
+
+    def __init__(
+        self,
+        tuner: Tuner,
+        items: Sequence[WorkItem],
+        done: dict[model.EntrySlot, model.Entry],
+        claim: Callable[[int], bool],
+    ) -> None:
+        self.tuner, self.items, self.done, self.claim = tuner, items, done, claim
+        self.report = TuneReport(cases=len(items))
+        self.start = time.monotonic()
+        self.ahead: dict[int, tuple[model.EntrySlot, Probed, list[Future[None]]] | None] = {}
+        self.claimed: dict[int, bool] = {}
+        jobs = max(1, tuner.options.jobs)
+        self.compilers = ThreadPoolExecutor(jobs, thread_name_prefix="tuned-kernels-compile")
+
+    def mine(self, i: int) -> bool:
+        if i not in self.claimed:
+            self.claimed[i] = self.claim(i)
+        return self.claimed[i]
+
+    def next_mine(self, i: int) -> int:
+        while i < len(self.items) and not self.mine(i):
+            i += 1
+        return i
+
+    def prepare(self, i: int) -> None:
+        """Probes item i's key and starts compiling its space; `ahead[i]` is None for an item tuned earlier."""
+        if i >= len(self.items) or i in self.ahead:
+            return
+        item = self.items[i]
+        self.ahead[i] = None
+        if self.done and self.tuner._slot_on_meta(item) in self.done:
+            return  # no inputs made: a resumed run skips finished keys fast
+        probed = self.tuner.key_of(item)
+        slot = slot_of(item, probed)
+        if slot not in self.done:
+            compiling = self.tuner._start_compiling(self.compilers, item.family.kernel, probed[1])
+            self.ahead[i] = (slot, probed, compiling)
+
+    def tune_item(self, n: int, item: WorkItem) -> bool:
+        """Tunes item n (1-based) into `done`; False when there was nothing new to keep."""
+        self.prepare(n - 1)
+        prepared = self.ahead.pop(n - 1)
+        if prepared is None:
+            self.report.resumed += 1
+            self.progress(n, item, summary="done earlier, skipped")
+            return False
+        slot, probed, compiling = prepared
+        self.prepare(self.next_mine(n))  # the next key's space compiles while this one is measured
+        t0 = time.monotonic()
+        for job in compiling:
+            job.result()
+        self.tuner.seconds["compile"] += time.monotonic() - t0
+        t0 = time.monotonic()
+        # an implementation choice runs kernels tuned earlier in this run: they serve their entries
+        choice = isinstance(item.family.kernel, ImplementationChoice)
+        try:
+            with _answering(self.done.values()) if choice else contextlib.nullcontext():
+                entry = self.tuner.tune_case(item, probed, functools.partial(self.progress, n, item))
+        except NoValidConfig as exc:
+            self.report.failed.append(str(exc))
+            self.progress(n, item, summary=f"FAILED: {exc}")
+            return False
+        self.done[slot] = entry
+        self.report.add(item.family.name, entry)
+        summary = (
+            f"best {entry.best.describe()} {entry.best_time_ms:.4g} ms, "
+            f"{entry.configs_benchmarked} configs, {len(entry.rejected)} rejected "
+            f"in {time.monotonic() - t0:.1f}s"
+        )
+        self.progress(n, item, summary=summary)
+        return True
+
+    def progress(
+        self,
+        n: int,
+        item: WorkItem,
+        configs_done: int = 0,
+        configs_total: int = 0,
+        best: str | None = None,
+        best_ms: float | None = None,
+        summary: str | None = None,
+    ) -> None:
+        where = (n, len(self.items), item.family.name, item.case.id)
+        measured = (configs_done, configs_total, best, best_ms)
+        self.tuner.on_progress(ProgressEvent(*where, *measured, time.monotonic() - self.start, summary))
 
 
 def slot_of(item: WorkItem, probed: Probed) -> model.EntrySlot:

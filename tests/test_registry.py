@@ -192,9 +192,21 @@ def test_overlay_merge_keeps_the_faster_entry(tmp_path: Path) -> None:
     assert entry.best_time_ms == 1.0
 
 
-def test_cpu_fingerprint_is_stable_within_a_process() -> None:
-    cpu = target_for_arch("cpu")
-    assert compiler_fingerprint(cpu) == compiler_fingerprint(cpu)
+def test_the_compiler_fingerprint_is_the_same_in_every_process() -> None:
+    """Bundles are matched by it across machines and processes: nothing per-process may enter it."""
+    detect = [sys.executable, "-m", "tuned_kernels", "detect", "--json"]
+    first, second = (
+        json.loads(subprocess.run(detect, capture_output=True, text=True, check=True).stdout)
+        for _ in range(2)
+    )
+    assert first["compiler"] == second["compiler"] and len(first["compiler"]["triton_hash"]) == 64
+
+
+def test_the_compiler_fingerprint_names_this_triton() -> None:
+    import triton
+
+    fingerprint = compiler_fingerprint(target_for_arch("cpu"))
+    assert fingerprint.triton_version == triton.__version__ and fingerprint.backend_hash != ""
 
 
 @pytest.mark.parametrize(("impl", "kernel_launched"), [("torch", False), ("triton", True)])

@@ -10,7 +10,8 @@ from collections.abc import Callable
 from pathlib import Path
 
 import pytest
-from tuned_kernels.aot.corpus import Case, load_corpus
+from tuned_kernels.aot.corpus import Case
+from tuned_kernels.aot.corpus_loader import load_corpus
 from tuned_kernels.aot.heuristics import heuristic_seeds
 from tuned_kernels.aot.progress import Progress, ProgressEvent, bar_line
 from tuned_kernels.aot.tuner import TuneOptions, Tuner, work_items
@@ -217,15 +218,35 @@ def test_keys_another_process_claimed_are_left_to_it(tmp_path: Path) -> None:
     assert again == {} and calls == 0
 
 
-def test_one_worker_per_gpu_covers_every_key_and_keeps_stdout_for_the_summary(
-    tmp_path: Path, capfd: pytest.CaptureFixture[str]
+@pytest.mark.parametrize("participants", [2, 4, 8])
+def test_participants_share_every_key_once_and_the_report_adds_up_all_of_them(
+    tmp_path: Path, capfd: pytest.CaptureFixture[str], participants: int
 ) -> None:
-    """The multi-GPU path, run here on the cpu target: this process and one worker share the keys."""
+    """The multi-GPU path, run here on the cpu target: this process and a worker per other "GPU" claim the
+    keys as they reach them; the merged file has each key once, and the merged report counts every
+    participant's work, not only this process's."""
     from tuned_kernels.aot.tune_command import TuneRequest, _run_workers
 
     out = tmp_path / "r.pb"
     request = TuneRequest(output=str(out), corpus=PLANTED, options=TuneOptions(jobs=1))
-    report = _run_workers(request, 2, target_for_arch("cpu"), "2026-11-22T00:00:00Z")
-    assert report.failed == [] and report.tuned == 4 and report.configs_benchmarked > 0
-    assert sorted(e.key[0] for e in read_results(out).entries) == [100, 300, 1000, 3000]
+    report = _run_workers(request, participants, target_for_arch("cpu"), "2026-11-22T00:00:00Z")
+    entries = read_results(out).entries
+    assert sorted(e.key[0] for e in entries) == [100, 300, 1000, 3000]
+    assert report.failed == [] and report.tuned == 4 and report.per_family == {"double": 4}
+    assert report.configs_benchmarked == sum(e.configs_benchmarked for e in entries) > 0
+    assert report.benchmark_seconds > 0
     assert capfd.readouterr().out == ""  # the workers' summaries went to stderr
+
+
+def test_merged_report_adds_up_participants() -> None:
+    from tuned_kernels.aot.tuner import TuneReport, merge_reports
+
+    one = TuneReport(
+        cases=4, tuned=3, configs_benchmarked=21, compile_seconds=1.0, artifacts=3, artifact_bytes=30
+    )
+    two = TuneReport(
+        cases=4, tuned=1, configs_benchmarked=7, compile_seconds=0.5, artifacts=1, artifact_bytes=10
+    )
+    merged = merge_reports([one, two], seconds=2.0)
+    assert (merged.tuned, merged.configs_benchmarked, merged.compile_seconds) == (4, 28, 1.5)
+    assert merged.artifact_note == "4 compiled kernels kept, 40 bytes" and merged.seconds == 2.0

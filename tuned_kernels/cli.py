@@ -11,6 +11,7 @@ import json
 import os
 import sys
 from collections.abc import Sequence
+from typing import Any
 
 from tuned_kernels.errors import TunedKernelsError, one_line
 from tuned_kernels.timestamps import utc_now
@@ -122,7 +123,7 @@ def cmd_tune(args: argparse.Namespace) -> int:
 
 def cmd_compile(args: argparse.Namespace) -> int:
     from tuned_kernels.aot.compile_command import compile_results
-    from tuned_kernels.aot.corpus import load_corpus
+    from tuned_kernels.aot.corpus_loader import load_corpus
     from tuned_kernels.results import read_results, write_results
 
     results = read_results(args.results)
@@ -234,12 +235,8 @@ def cmd_index(args: argparse.Namespace) -> int:
     return 0
 
 
-def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(
-        prog="tuned-kernels", description=__doc__.splitlines()[0] if __doc__ else ""
-    )
-    sub = parser.add_subparsers(dest="command", required=True)
-
+def _add_inspection_commands(sub: Any) -> None:
+    """What is here: the machine, results files, this process's bundles."""
     p = sub.add_parser("detect", help="show this machine's target and compiler fingerprint")
     p.add_argument("--json", action="store_true")
     p.add_argument("--expect", metavar="ARCH", help="fail unless this machine is ARCH (CI runner check)")
@@ -256,6 +253,13 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--allow-mixed", action="store_true", help="merge files of different targets or compilers")
     p.set_defaults(func=cmd_merge)
 
+    p = sub.add_parser("status", help="bundles found, selected, rejected; overlay; hits and misses")
+    p.add_argument("--json", action="store_true")
+    p.set_defaults(func=cmd_status)
+
+
+def _add_tuning_commands(sub: Any) -> None:
+    """Producing results: tuning a corpus, capturing a program, compiling for a target."""
     p = sub.add_parser("tune", help="tune a kernel corpus on this machine's target")
     p.add_argument(
         "--corpus", default="builtin", help="builtin, package.module:NAME or path/to/file.py[:NAME]"
@@ -290,6 +294,15 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("command_line", nargs=argparse.REMAINDER, metavar="-- COMMAND ...")
     p.set_defaults(func=cmd_capture)
 
+    p = sub.add_parser("coverage", help="run a program with these results; list every key that missed")
+    p.add_argument("results", help="a results file, bundle, or directory of them")
+    p.add_argument("--json", action="store_true")
+    p.add_argument("command_line", nargs=argparse.REMAINDER, metavar="-- COMMAND ...")
+    p.set_defaults(func=cmd_coverage)
+
+
+def _add_packaging_commands(sub: Any) -> None:
+    """Shipping results: wheels, indexes, compiler bumps."""
     p = sub.add_parser("build-wheel", help="bundle results into one wheel per target: NAME-<arch>")
     p.add_argument("results", nargs="+")
     p.add_argument("-o", "--output", default="dist")
@@ -302,12 +315,6 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("-o", "--output", default="simple")
     p.set_defaults(func=cmd_index)
 
-    p = sub.add_parser("coverage", help="run a program with these results; list every key that missed")
-    p.add_argument("results", help="a results file, bundle, or directory of them")
-    p.add_argument("--json", action="store_true")
-    p.add_argument("command_line", nargs=argparse.REMAINDER, metavar="-- COMMAND ...")
-    p.set_defaults(func=cmd_coverage)
-
     p = sub.add_parser("newer-compilers", help="Triton releases newer than every given bundle's compiler")
     p.add_argument("results", nargs="+", help="results files, bundles or directories holding them")
     p.add_argument("--releases", default="https://pypi.org/pypi/{name}/json", help="PyPI JSON URL or file")
@@ -315,9 +322,15 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--json", action="store_true")
     p.set_defaults(func=cmd_newer_compilers)
 
-    p = sub.add_parser("status", help="bundles found, selected, rejected; overlay; hits and misses")
-    p.add_argument("--json", action="store_true")
-    p.set_defaults(func=cmd_status)
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="tuned-kernels", description=__doc__.splitlines()[0] if __doc__ else ""
+    )
+    sub = parser.add_subparsers(dest="command", required=True)
+    _add_inspection_commands(sub)
+    _add_tuning_commands(sub)
+    _add_packaging_commands(sub)
     return parser
 
 
