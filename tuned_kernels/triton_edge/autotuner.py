@@ -4,9 +4,10 @@ Triton's `Autotuner.run` calls `prune_configs` only on a key it has not cached, 
 single config it uses it (Triton 3.8+ without timing it; 3.6 and 3.7 still time it once, which `_bench`
 answers without running). Replacing `prune_configs` therefore costs nothing on the hot path: the resolver
 answers once per key, with a stored config or by measuring the kernel's configs through the kernel's own
-`do_bench` (a wall clock under the interpreter), and Triton caches the answer itself. A launch that raises
-with a config served in that very call is retried once after the resolver refuses the config. Kernels
-defined before or after `patch()` are covered: the methods are replaced on the class.
+`do_bench` (a wall clock under the interpreter), and Triton caches the answer itself. The launch that
+follows a served config goes through a one-shot wrapper: if it raises, the resolver refuses the config and
+the key is tuned as Triton would; later launches are Triton's own, untouched. Kernels defined before or
+after `patch()` are covered: the methods are replaced on the class.
 """
 
 from __future__ import annotations
@@ -39,8 +40,8 @@ def patch() -> None:
     """Autotuned kernels ask `resolving.current()` from now on (idempotent)."""
     cls = _autotuner_class()
     if not _original:
-        _original.update(prune_configs=cls.prune_configs, _bench=cls._bench, run=cls.run)
-        cls.prune_configs, cls._bench, cls.run = _prune_configs, _bench, _run
+        _original.update(prune_configs=cls.prune_configs, _bench=cls._bench)
+        cls.prune_configs, cls._bench = _prune_configs, _bench
 
 
 @contextlib.contextmanager
@@ -58,7 +59,7 @@ def patched() -> Iterator[None]:
 def unpatch() -> None:
     cls = _autotuner_class()
     if _original:
-        cls.prune_configs, cls._bench, cls.run = (_original[n] for n in ("prune_configs", "_bench", "run"))
+        cls.prune_configs, cls._bench = _original["prune_configs"], _original["_bench"]
         _original.clear()
 
 
@@ -88,7 +89,7 @@ def _prune_configs(self: Any, kwargs: dict[str, Any]) -> list[Any]:
     )
     self._tuned_kernels_chosen = resolved.chosen  # measured or served already: never timed again
     if resolved.decision.served:
-        self._tuned_kernels_served = (identity, key, resolved.decision)
+        _guard_next_launch(self, resolver, identity, key, resolved)
     return [resolved.chosen]
 
 
@@ -98,21 +99,31 @@ def _compiled(autotuner: Any, named: dict[str, Any], config: model.Config) -> Co
     return (artifact,), blobs
 
 
-def _run(self: Any, *args: Any, **kwargs: Any) -> Any:
-    """Triton's `Autotuner.run`; when the launch raises with a config served in this very call, the
-    resolver refuses it and the launch is retried, the key tuned as Triton would."""
-    self.__dict__.pop("_tuned_kernels_served", None)
-    try:
-        return _original["run"](self, *args, **kwargs)
-    except Exception as exc:
-        served = self.__dict__.pop("_tuned_kernels_served", None)
-        resolver = resolving.current()
-        if served is None or resolver is None:
-            raise
-        identity, key, decision = served
-        self.cache.pop(key, None)
-        resolver.refuse(identity, key, decision, _said(exc))
-        return _original["run"](self, *args, **kwargs)
+def _guard_next_launch(
+    autotuner: Any,
+    resolver: resolving.Resolver,
+    identity: model.KernelIdentity,
+    key: model.TuningKey,
+    resolved: resolving.Resolved[Any],
+) -> None:
+    """`Autotuner.run` launches the served config right after pruning, through `self.fn.run`: that one
+    launch goes through `first_launch` (an instance attribute that removes itself), so a config that cannot
+    launch is refused and the key tuned, while later launches cost nothing extra."""
+    fn = autotuner.fn
+    launch_options = set(resolved.chosen.all_kwargs())
+
+    def first_launch(*args: Any, **kwargs: Any) -> Any:
+        fn.__dict__.pop("run", None)
+        try:
+            return fn.run(*args, **kwargs)
+        except Exception as exc:
+            autotuner.cache.pop(key, None)
+            resolver.refuse(identity, key, resolved.decision, _said(exc))
+            # the launch again, from the top: the key is a miss now, tuned without the refused config
+            own = {k: v for k, v in kwargs.items() if k not in launch_options}
+            return type(autotuner).run(autotuner, *args, **own)
+
+    fn.run = first_launch
 
 
 def _bench(self: Any, *args: Any, config: Any, **kwargs: Any) -> list[float]:
