@@ -37,6 +37,10 @@ MAX_TEXT_BYTES = 8 << 20  # text is parsed in Python (~1 s per few MB): hand-edi
 PARSE_BYTES_PER_ELEMENT = 64
 _BINARY_ELEMENT_TAGS = bytes((number << 3) | 2 for number in range(1, 10))
 _TEXT_ELEMENT_CHARS = b"{<\"'"
+_NOT = {
+    kept: bytes(b for b in range(256) if b not in kept)
+    for kept in (_BINARY_ELEMENT_TAGS, _TEXT_ELEMENT_CHARS)
+}
 
 
 def read_budget(size_on_disk: int) -> int:
@@ -85,7 +89,9 @@ def _decode_message(raw: bytes, path: str, budget: int) -> pb.Results:
 def _check_parse_cost(raw: bytes, path: str, budget: int, element_bytes: bytes) -> None:
     """Refuses data whose parse could take more memory than the budget, counting (at C speed) the bytes
     that can start an element: an upper bound on the elements the parser allocates."""
-    elements = len(raw) - len(raw.translate(None, element_bytes))
+    if len(raw) // 2 * PARSE_BYTES_PER_ELEMENT <= budget:  # every element takes at least two bytes
+        return
+    elements = len(raw.translate(None, _NOT[element_bytes]))  # what is left: the bytes that can start one
     if elements * PARSE_BYTES_PER_ELEMENT > budget:
         raise ResultsFormatError(
             path, f"up to {elements} elements in {len(raw)} bytes: more than this file's size allows"
