@@ -8,7 +8,7 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import TypeVar
 
 from tuned_kernels import model
-from tuned_kernels.decision import Decision, slot_of
+from tuned_kernels.decision import Decision
 from tuned_kernels.resolving import Compiled, Resolved
 
 T = TypeVar("T")
@@ -27,7 +27,7 @@ class TunedAnswers:
         tune_space: Mapping[model.Config, T] | None = None,
         compiled: Callable[[model.Config], Compiled] | None = None,
     ) -> Resolved[T]:
-        entry = self.entries.get(slot_of(identity, key))
+        entry = self.entries.get(model.slot_of(identity, key))
         if entry is not None and entry.best in own:
             return Resolved(own[entry.best], Decision("hit", (entry.best,), "this run"))
         values = list((tune_space if tune_space is not None else own).values())
@@ -39,7 +39,7 @@ class TunedAnswers:
     def refuse(
         self, identity: model.KernelIdentity, key: model.TuningKey, decision: Decision, why: str
     ) -> None:
-        self.entries.pop(slot_of(identity, key), None)
+        self.entries.pop(model.slot_of(identity, key), None)
         self.warn(f"{identity.name}: the config tuned for {key} failed to launch ({why})")
 
     def warn(self, message: str) -> None:

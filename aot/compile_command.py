@@ -107,7 +107,7 @@ def corpus_launches(
         for shape_set in shape_sets:
             for case in family.shapes.get(shape_set, ()):
                 named = _named_args(family, case)
-                slot = (identity.name, identity.source_hash, tuning_key(family.kernel, named))
+                slot = model.slot_of(identity, tuning_key(family.kernel, named))
                 found.setdefault(slot, (family, named))
     return found
 

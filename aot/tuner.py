@@ -395,7 +395,7 @@ class _Run:
 
 def slot_of(item: WorkItem, probed: Probed) -> model.EntrySlot:
     identity = kernel_identity(item.family.kernel)
-    return identity.name, identity.source_hash, probed[0]
+    return model.slot_of(identity, probed[0])
 
 
 def artifacts_apply(target: model.Target) -> bool:

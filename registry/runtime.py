@@ -25,7 +25,7 @@ from tuned_kernels.registry.settings import Settings
 from tuned_kernels.registry.sources import LoadedSources
 
 from tuned_kernels import model
-from tuned_kernels.decision import Decision, candidates, decide, measured_entry, slot_of
+from tuned_kernels.decision import Decision, candidates, decide, measured_entry
 from tuned_kernels.errors import TunedKernelsError, one_line
 from tuned_kernels.resolving import Compiled, Resolved
 from tuned_kernels.results import overlay
@@ -236,7 +236,7 @@ class Registry:
         self, identity: model.KernelIdentity, key: model.TuningKey, decision: Decision, why: str
     ) -> None:
         with self._lock:
-            self.sources.refuse(slot_of(identity, key), decision.configs[0])
+            self.sources.refuse(model.slot_of(identity, key), decision.configs[0])
         self._problem(
             f"{decision.source}: config {one_line(decision.configs[0].describe(), 80)} failed to launch "
             f"{identity.name} ({why}); tuning instead"

@@ -54,10 +54,6 @@ class Sources(Protocol):
     def known_bad(self, identity: model.KernelIdentity) -> frozenset[model.Config]: ...
 
 
-def slot_of(identity: model.KernelIdentity, key: model.TuningKey) -> model.EntrySlot:
-    return (identity.name, identity.source_hash, key)
-
-
 def decide(
     identity: model.KernelIdentity,
     key: model.TuningKey,
@@ -68,7 +64,7 @@ def decide(
     if policy.measure_always:
         return Decision("miss")
     unfit: list[Found] = []
-    found = sources.lookup(slot_of(identity, key))
+    found = sources.lookup(model.slot_of(identity, key))
     if found is not None:
         if fits(found[0].best):
             return Decision("hit", (found[0].best,), found[1])

@@ -158,10 +158,15 @@ class Entry:
 
     @property
     def slot(self) -> EntrySlot:
-        return (self.kernel.name, self.kernel.source_hash, self.key)
+        return slot_of(self.kernel, self.key)
 
 
-EntrySlot = tuple[str, str, TuningKey]
+EntrySlot = tuple[str, str, TuningKey]  # where an entry sits: kernel name, kernel source hash, tuning key
+
+
+def slot_of(kernel: KernelIdentity, key: TuningKey) -> EntrySlot:
+    """The one way a slot is formed (bundles are keyed by it, and their index by `slot_digest` of it)."""
+    return (kernel.name, kernel.source_hash, key)
 
 
 @dataclass(frozen=True)
