@@ -54,6 +54,7 @@ class Stats:
     misses: int = 0
     configs_benchmarked: int = 0
     missed_keys: list[tuple[str, model.TuningKey]] = field(default_factory=list)
+    served_from: dict[str, int] = field(default_factory=dict)  # hits (and nearest) per bundle or overlay file
 
     @property
     def missed_kernels(self) -> dict[str, int]:
@@ -246,6 +247,8 @@ class Registry:
         self, decision: Decision, identity: model.KernelIdentity, benchmarked: int, key: model.TuningKey
     ) -> None:
         with self._lock:
+            if decision.served:
+                self.stats.served_from[decision.source] = self.stats.served_from.get(decision.source, 0) + 1
             if decision.kind == "hit":
                 self.stats.hits += 1
             elif decision.kind == "nearest":
@@ -315,7 +318,9 @@ class Registry:
                 for r in self.selection.rejected
             ],
             "entries": len(self.sources),
-            "overlay": {"path": str(path), "bytes": size},
+            "bundle_entries": {view.path: len(view) for view in self.sources.bundles},
+            "overlay": {"path": str(path), "bytes": size, "entries_per_kernel": self.sources.local_counts()},
+            "served_from": dict(self.stats.served_from),
             "hits": self.stats.hits,
             "nearest": self.stats.nearest,
             "misses": self.stats.misses,

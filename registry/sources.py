@@ -38,6 +38,13 @@ class LoadedSources:
         self.refused[slot] = config
         self.local.get(slot[:2], {}).pop(slot[2], None)
 
+    def local_counts(self) -> dict[str, int]:
+        """Entries of the overlay (and tuned in this process), per kernel name."""
+        counts: dict[str, int] = {}
+        for (name, _), keys in sorted(self.local.items()):
+            counts[name] = counts.get(name, 0) + len(keys)
+        return counts
+
     def __len__(self) -> int:
         return sum(len(v) for v in self.bundles) + sum(len(v) for v in self.local.values())
 

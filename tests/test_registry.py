@@ -104,6 +104,20 @@ def test_hits_need_no_benchmarking_and_misses_are_remembered(tmp_path: Path, bun
     assert (stats["hits"], stats["misses"]) == (1, 1) and stats["configs_benchmarked"] > 0
     stats, _ = run_program(tmp_path, (100, 777), bundle)  # the overlay now answers for 777
     assert (stats["hits"], stats["misses"], stats["configs_benchmarked"]) == (2, 0, 0)
+    assert stats["served_from"] == {str(bundle): 1, stats["overlay"]["path"]: 1}
+
+
+def test_status_shows_the_bundles_and_what_the_overlay_holds(tmp_path: Path, bundle: Path) -> None:
+    run_program(tmp_path, (777, 778), bundle)  # two keys tuned into the overlay
+    env = {
+        **os.environ,
+        "TUNED_KERNELS_PATH": str(bundle),
+        "TUNED_KERNELS_CACHE_DIR": str(tmp_path / "cache"),
+    }
+    out = subprocess.run(
+        [sys.executable, "-m", "tuned_kernels", "status"], env=env, capture_output=True, text=True, check=True
+    ).stdout
+    assert f"({bundle}): 4 entries" in out and "tuned    planted.double_kernel: 2 keys" in out, out
 
 
 def test_configs_a_bundle_rejected_are_never_tried_on_a_miss(tmp_path: Path, bundle: Path) -> None:

@@ -160,13 +160,17 @@ def cmd_status(args: argparse.Namespace) -> int:
         return 0
     print(f"target     {summary['target']}, {summary['compiler']}")
     for chosen in summary["selected"]:
-        print(f"selected   {chosen['bundle']}  ({chosen['file']})")
+        entries = summary["bundle_entries"].get(chosen["file"], 0)
+        print(f"selected   {chosen['bundle']}  ({chosen['file']}): {entries} entries")
     for rejected in summary["rejected"]:
         print(f"rejected   {rejected['bundle']}: {rejected['reason']}")
     if not summary["selected"] and not summary["rejected"]:
         print("bundles    none found (install tuned-kernels-<target> or set TUNED_KERNELS_PATH)")
     print(f"entries    {summary['entries']}")
-    print(f"overlay    {summary['overlay']['path']} ({summary['overlay']['bytes']} bytes)")
+    overlay = summary["overlay"]
+    print(f"overlay    {overlay['path']} ({overlay['bytes']} bytes)")
+    for kernel, count in overlay["entries_per_kernel"].items():
+        print(f"  tuned    {kernel}: {count} keys")
     for problem in summary["problems"]:
         print(f"problem    {problem}")
     return 0
