@@ -21,6 +21,7 @@ from tuned_kernels.results import write_results
 
 ROOT = Path(__file__).resolve().parents[1]
 PLANTED = str(Path(__file__).parent / "corpora" / "planted.py")
+DOUBLING = str(Path(__file__).parent / "corpora" / "doubling.py")
 
 
 def test_two_builds_from_the_same_inputs_are_byte_identical(
@@ -72,6 +73,14 @@ def test_tune_wheel_index_serve_install_run_in_a_fresh_venv(tmp_path: Path) -> N
     tk = [sys.executable, "-m", "tuned_kernels"]
     subprocess.run([*tk, "tune", "--corpus", PLANTED, "-o", str(tmp_path / "r.pb.zst")], check=True, env=env)
     subprocess.run([*tk, "build-wheel", str(tmp_path / "r.pb.zst"), "-o", str(tmp_path / "dist")], check=True)
+    # a publisher's own bundle (another kernel), under its own name, beside ours on the same index
+    subprocess.run(
+        [*tk, "tune", "--corpus", DOUBLING, "-o", str(tmp_path / "acme.pb.zst")], check=True, env=env
+    )
+    subprocess.run([*tk, "build-wheel", str(tmp_path / "acme.pb.zst"), "-o", str(tmp_path / "dist"),
+                    "--name", "acme-tuned"], check=True)  # fmt: skip
+    assert sorted(p.name for p in (tmp_path / "dist").iterdir()) == [
+        "acme_tuned_cpu-0.1.0-py3-none-any.whl", "tuned_kernels_cpu-0.1.0-py3-none-any.whl"]  # fmt: skip
     subprocess.run([*tk, "index", str(tmp_path / "dist"), "-o", str(tmp_path / "www" / "simple")], check=True)
     subprocess.run([sys.executable, "-m", "pip", "wheel", "-q", "--no-deps", "--no-build-isolation", "-w",
                     str(tmp_path / "own"), str(ROOT)], check=True)  # fmt: skip
@@ -86,16 +95,18 @@ def test_tune_wheel_index_serve_install_run_in_a_fresh_venv(tmp_path: Path) -> N
     threading.Thread(target=server.serve_forever, daemon=True).start()
     try:
         url = f"http://127.0.0.1:{server.server_port}/simple/"
-        subprocess.run([*pip, "--index-url", url, "tuned-kernels-cpu"], check=True)
+        subprocess.run([*pip, "--index-url", url, "tuned-kernels-cpu", "acme-tuned-cpu"], check=True)
     finally:
         server.shutdown()
 
     program = (
         f"import sys, json, torch; sys.path.insert(0, {str(Path(PLANTED).parent)!r})\n"
         "from planted import double\n"
+        "import doubling\n"
         "import tuned_kernels\n"
         "for n in map(int, sys.argv[1:]):\n"
         "    x = torch.randn(n); assert torch.equal(double(x, torch.empty_like(x)), 2 * x)\n"
+        "x = torch.randn(300); assert torch.equal(doubling.double(x, torch.empty_like(x)), 2 * x)\n"
         "print(json.dumps(tuned_kernels.stats()))\n"
     )
     run_env = {**env, "TUNED_KERNELS": "1"}  # no code change: tuned_kernels.pth enables the registry
@@ -106,9 +117,14 @@ def test_tune_wheel_index_serve_install_run_in_a_fresh_venv(tmp_path: Path) -> N
         return json.loads(out.stdout)
 
     tuned = run(100, 300)
-    assert (tuned["hits"], tuned["misses"], tuned["configs_benchmarked"]) == (2, 0, 0)
-    assert tuned["selected"][0]["bundle"] == "tuned-kernels-cpu 0.1.0"
+    assert (tuned["hits"], tuned["misses"], tuned["configs_benchmarked"]) == (3, 0, 0)
+    assert sorted(b["bundle"] for b in tuned["selected"]) == [
+        "acme-tuned-cpu 0.1.0",
+        "tuned-kernels-cpu 0.1.0",
+    ]
+    served = {Path(path).parent.parent.name: n for path, n in tuned["served_from"].items()}
+    assert served == {"tuned_kernels_bundle_cpu": 2, "acme_tuned_bundle_cpu": 1}  # each its own kernel
     new = run(100, 5000)
     assert (new["misses"], new["configs_benchmarked"] > 0) == (1, True)
     again = run(100, 5000)
-    assert (again["hits"], again["misses"], again["configs_benchmarked"]) == (2, 0, 0)
+    assert (again["hits"], again["misses"], again["configs_benchmarked"]) == (3, 0, 0)
