@@ -25,7 +25,7 @@ from tuned_kernels.registry.settings import Settings
 from tuned_kernels.registry.sources import LoadedSources
 
 from tuned_kernels import model
-from tuned_kernels.decision import Decision, candidates, decide, measured_entry
+from tuned_kernels.decision import Decision, candidates, compiled_kernel_entry, decide, measured_entry
 from tuned_kernels.errors import TunedKernelsError, one_line
 from tuned_kernels.resolving import Compiled, Resolved
 from tuned_kernels.results import overlay
@@ -34,6 +34,7 @@ from tuned_kernels.results.view import ResultsView
 from tuned_kernels.selection import BundleCandidate, Selection, select_bundles
 from tuned_kernels.timestamps import utc_now
 from tuned_kernels.triton_edge import cache_manager
+from tuned_kernels.triton_edge.interpreter import interpreting
 
 log = logging.getLogger("tuned_kernels")
 T = TypeVar("T")
@@ -137,8 +138,9 @@ class Registry:
                     self.store.add(view.results(), candidate.name)
                 except TunedKernelsError as exc:  # one bad entry: this bundle's compiled kernels go unused
                     self._problem(f"not using the compiled kernels of {candidate.name}: {exc}")
-        if len(self.store):
-            cache_manager.install(self.store)
+        recorder = self._record_compiled if self.settings.capture is not None and not interpreting() else None
+        if len(self.store) or recorder is not None:
+            cache_manager.install(self.store, recorder)
 
     def _open_overlay(self, shared: Path) -> Path:
         """The overlay this process reads and writes: the shared file, or this user's own beside it when
@@ -284,6 +286,18 @@ class Registry:
                 self._problem(
                     f"cannot write {path}: {one_line(str(exc))}; tuned configs stay in this process"
                 )
+
+    def _record_compiled(self, artifact: model.Artifact, blobs: dict[str, bytes], name: str) -> None:
+        """Capturing: a kernel the program compiled outside tuning (a plain `@triton.jit` kernel, another
+        specialization of a winner) goes into the capture file, to be served by Triton's own cache key."""
+        assert self.settings.capture is not None
+        entry = compiled_kernel_entry(name, artifact)
+        try:
+            overlay.add_to_overlay(
+                self.settings.capture, self.header(model.Producer.CAPTURE), [entry], blobs, None
+            )
+        except Exception as exc:
+            self._problem(f"could not keep compiled kernel {name}: {one_line(str(exc))}")
 
     def _compiled(
         self, config: model.Config, compiled: Callable[[model.Config], Compiled] | None

@@ -209,3 +209,18 @@ def test_a_captured_winner_compiles_from_a_launchs_arguments_after_its_own_pre_h
     )
     assert run.returncode == 0, run.stderr[-2000:]
     assert run.stdout.split()[-1] == "[32]", run.stdout  # the hook ran once, for the config compiled
+
+
+def test_capture_records_every_kernel_triton_compiles_outside_benchmarking(tmp_path: Path) -> None:
+    """A plain @triton.jit kernel compiled with two constexprs is kept twice (its two specializations);
+    a compile made while configs are benchmarked is not (only a winner is kept of those)."""
+    run = subprocess.run(
+        [sys.executable, str(ROOT / "tests/corpora/record_compiles.py")],
+        env=_compiler_env(tmp_path),
+        capture_output=True,
+        text=True,
+    )
+    assert run.returncode == 0, run.stderr[-2000:]
+    lines = run.stdout.split("\n")[:-1]
+    assert [line.split()[:4] for line in lines] == [["fill", "cuda:90:32", "['cubin',", "'json']"]] * 2
+    assert len({line.split()[-1] for line in lines}) == 2  # two cache keys: two specializations

@@ -3,11 +3,15 @@ reason, on the CPU-only CI."""
 
 from __future__ import annotations
 
+import json
+import os
 import subprocess
 import sys
 from pathlib import Path
 
 import pytest
+
+from tuned_kernels.results import read_results
 
 pytestmark = pytest.mark.gpu
 ROOT = Path(__file__).resolve().parents[1]
@@ -125,3 +129,28 @@ def test_kernels_compiled_without_the_gpu_are_what_the_launches_ask_for(tmp_path
     kernel_cases = sum(len(f.cases("quick")) for f in CORPUS if f.name != "matmul_impl")
     assert (hits, misses, compilations, wrong) == (str(kernel_cases), "0", "0", "[]"), out.stdout + out.stderr
     assert int(served) >= 1, out.stdout
+
+
+def test_a_captured_program_compiles_and_benchmarks_nothing_in_a_fresh_process(tmp_path: Path) -> None:
+    """`tuned-kernels capture` keeps every kernel the program launched (the winner, its other
+    specialization, the plain @triton.jit kernel); a fresh process with only that file and an empty Triton
+    cache compiles none of them and benchmarks no config."""
+    app = str(ROOT / "tests/corpora/captured_app.py")
+    bundle = tmp_path / "captured.pb.zst"
+    capture_env = {**os.environ, "TRITON_CACHE_DIR": str(tmp_path / "capture-cache")}
+    run = subprocess.run(
+        [sys.executable, "-m", "tuned_kernels", "capture", "-o", str(bundle), "--", sys.executable, app],
+        env=capture_env, capture_output=True, text=True, cwd=tmp_path,
+    )  # fmt: skip
+    assert run.returncode == 0, run.stderr[-3000:]
+    kept = read_results(bundle)
+    assert sum(len(e.artifacts) for e in kept.entries) >= 4, [e.kernel.name for e in kept.entries]
+    assert not list(tmp_path.glob("*.lock"))  # no stray lock file beside -o
+    serve_env = {**os.environ, "TUNED_KERNELS": "1", "TUNED_KERNELS_PATH": str(bundle),
+                 "TRITON_CACHE_DIR": str(tmp_path / "empty-cache"), "TUNED_KERNELS_CACHE_DIR": str(tmp_path / "o"),
+                 "TUNED_KERNELS_REPORT": str(tmp_path / "report.jsonl")}  # fmt: skip
+    out = subprocess.run([sys.executable, app], env=serve_env, capture_output=True, text=True, cwd=tmp_path)
+    assert out.returncode == 0, out.stderr[-3000:]
+    assert "COMPILED 0" in out.stdout, out.stdout + out.stderr[-3000:]
+    report = json.loads((tmp_path / "report.jsonl").read_text().splitlines()[0])
+    assert (report["hits"], report["misses"]) == (1, 0), report

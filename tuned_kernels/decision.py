@@ -18,6 +18,7 @@ from tuned_kernels.nearest import nearest_key
 from tuned_kernels.search import neighbours
 
 Found = tuple[model.Entry, str]  # an entry and the file it came from
+COMPILED_PREFIX = "compiled:"  # kernels kept by capture for their compiled code alone
 
 
 @dataclass(frozen=True)
@@ -117,3 +118,10 @@ def measured_entry(
         found_by=model.FoundBy.SEEDED if decision.kind == "seed" else found_by,
         configs_benchmarked=len(timings),
     )
+
+
+def compiled_kernel_entry(kernel_name: str, artifact: model.Artifact) -> model.Entry:
+    """A compiled kernel kept on its own (no tuning decision): an entry under `compiled:<name>`, keyed by
+    Triton's cache key, that only the cache manager reads. Never a hit for an autotuned kernel."""
+    identity = model.KernelIdentity(f"{COMPILED_PREFIX}{kernel_name}", artifact.cache_key)
+    return model.Entry(identity, (), artifact.config, found_by=model.FoundBy.CAPTURED, artifacts=(artifact,))

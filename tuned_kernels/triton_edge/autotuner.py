@@ -22,6 +22,7 @@ from typing import Any
 from tuned_kernels import model, resolving
 from tuned_kernels.errors import one_line
 from tuned_kernels.resolving import Compiled
+from tuned_kernels.triton_edge import cache_manager
 from tuned_kernels.triton_edge.benchmarker import WallClockBenchmarker
 from tuned_kernels.triton_edge.compile import artifact_of, warmup
 from tuned_kernels.triton_edge.interpreter import interpreting
@@ -147,7 +148,8 @@ def benchmark(
         autotuner.__dict__["do_bench"] = _wall_clock_do_bench
     bench = _original.get("_bench") or _autotuner_class()._bench
     start = time.time()
-    timings = {config: bench(autotuner, *args, config=config, **kwargs) for config in configs}
+    with cache_manager.recording_paused():  # a capture keeps the winner's compile only
+        timings = {config: bench(autotuner, *args, config=config, **kwargs) for config in configs}
     autotuner.bench_time = time.time() - start
     winner = builtins.min(timings, key=lambda c: timings[c])
     autotuner.pre_hook({**autotuner.nargs, **kwargs, **winner.all_kwargs()}, reset_only=True)

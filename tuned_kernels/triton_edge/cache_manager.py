@@ -5,15 +5,22 @@ user's own `TRITON_CACHE_MANAGER`). A compile whose cache key the user's cache d
 bundle does, gets the bundle's files written into the user's cache (sha256 checked, by the wrapped manager's
 own atomic `put`) and then loads them as any cached kernel: no compilation. Anything else is passed
 through. A bad or missing artifact makes Triton compile as usual, with one warning.
+
+When capturing, the same manager also records every kernel Triton compiles and stores (`recorder`), so a
+program's plain `@triton.jit` kernels and every specialization it launched ship too; compiles made while
+configs are benchmarked (`recording_paused`) are left out: only winners are kept of those.
 """
 
 from __future__ import annotations
 
 import base64
+import contextlib
 import hashlib
+import json
 import threading
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
 from tuned_kernels import model
@@ -89,6 +96,7 @@ class ArtifactCacheManager:
 
     inner_class: Any = None  # the manager class Triton used before: set by `install`
     store: ArtifactStore = ArtifactStore()  # what `install` was given (Triton creates managers by class)
+    recorder: Recorder | None = None  # capturing: hears every compiled kernel Triton stores
 
     def __init__(self, key: str, override: bool = False, dump: bool = False) -> None:
         self.key = key
@@ -119,18 +127,68 @@ class ArtifactCacheManager:
         return self.inner.put(data, filename, binary=binary)
 
     def put_group(self, filename: str, group: dict[str, str]) -> Any:
-        return self.inner.put_group(filename, group)
+        stored = self.inner.put_group(filename, group)
+        recorder = type(self).recorder
+        if recorder is not None and not _paused and filename.endswith(METADATA_SUFFIX):
+            try:
+                compiled = compiled_kernel(filename, group)
+            except (OSError, ValueError, KeyError, TypeError) as exc:
+                type(self).store.on_problem(f"could not keep compiled kernel {filename}: {exc}")
+                return stored
+            if compiled is not None:
+                recorder(*compiled)
+        return stored
 
     def __getattr__(self, name: str) -> Any:  # anything else Triton asks of its cache manager
         return getattr(self.__dict__["inner"], name)
 
 
-def install(store: ArtifactStore) -> None:
-    """From now on Triton's compiles consult `store` (idempotent)."""
+Recorder = Callable[[model.Artifact, dict[str, bytes], str], None]  # a compiled kernel, its bytes, its name
+METADATA_SUFFIX = ".json"
+BINARY_SUFFIXES = (".cubin", ".hsaco")  # what a GPU loads; the IRs beside them are not shipped
+_paused: list[bool] = []
+
+
+@contextlib.contextmanager
+def recording_paused() -> Iterator[None]:
+    """Compiles within this block (benchmarking configs) are not recorded."""
+    _paused.append(True)
+    try:
+        yield
+    finally:
+        _paused.pop()
+
+
+def compiled_kernel(
+    metadata_name: str, group: Mapping[str, str]
+) -> tuple[model.Artifact, dict[str, bytes], str] | None:
+    """The artifact Triton's cache holds under a group (metadata and binary, hashed), or None when the group
+    is not a GPU kernel's."""
+    kept = {
+        name: Path(path).read_bytes()
+        for name, path in group.items()
+        if name.endswith((METADATA_SUFFIX, *BINARY_SUFFIXES))
+    }
+    if metadata_name not in kept or not any(n.endswith(BINARY_SUFFIXES) for n in kept):
+        return None
+    metadata = json.loads(kept[metadata_name])
+    target = metadata["target"]
+    files = tuple(
+        model.ArtifactFile(n, hashlib.sha256(d).hexdigest(), len(d)) for n, d in sorted(kept.items())
+    )
+    config = model.Config.of({}, num_warps=int(metadata["num_warps"]), num_stages=int(metadata["num_stages"]))
+    gpu_target = f"{target['backend']}:{target['arch']}:{target['warp_size']}"
+    artifact = model.Artifact(str(metadata["hash"]), gpu_target, files, config)
+    return artifact, {f.sha256: kept[f.name] for f in files}, str(metadata["name"])
+
+
+def install(store: ArtifactStore, recorder: Recorder | None = None) -> None:
+    """From now on Triton's compiles consult `store` (and are told to `recorder`) (idempotent)."""
     from triton import knobs
     from triton.runtime.cache import FileCacheManager
 
     ArtifactCacheManager.store = store
+    ArtifactCacheManager.recorder = recorder
     current = knobs.cache.manager_class or FileCacheManager
     if current is not ArtifactCacheManager:
         ArtifactCacheManager.inner_class = current
@@ -142,3 +200,4 @@ def uninstall() -> None:
 
     if knobs.cache.manager_class is ArtifactCacheManager:
         knobs.cache.manager_class = ArtifactCacheManager.inner_class
+    ArtifactCacheManager.recorder = None

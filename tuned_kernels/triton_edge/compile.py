@@ -9,17 +9,15 @@ an artifact compiled here is found by the run-time launch it stands for.
 from __future__ import annotations
 
 import contextlib
-import hashlib
+import dataclasses
 from collections.abc import Iterator, Mapping
-from pathlib import Path
 from typing import Any
 
 from tuned_kernels import model
+from tuned_kernels.triton_edge.cache_manager import METADATA_SUFFIX, compiled_kernel
 from tuned_kernels.triton_edge.keys import config_from_triton, config_to_triton, jit_function
 
 LAUNCH_ONLY = ("grid", "warmup")  # what a launch passes `Autotuner.run` beside the kernel's arguments
-BINARY_SUFFIXES = (".cubin", ".hsaco")  # what a GPU loads; the IRs beside them are not shipped
-METADATA_SUFFIX = ".json"
 
 
 def is_compiled_kernel(autotuner: Any) -> bool:
@@ -48,18 +46,15 @@ def warmup(autotuner: Any, named_args: Mapping[str, Any], config: model.Config) 
 
 
 def artifact_of(compiled: Any, config: model.Config) -> tuple[model.Artifact, dict[str, bytes]]:
-    """The files Triton needs to load `compiled` (metadata and binary), hashed, with their bytes."""
-    files, blobs = [], {}
-    for name, path in sorted(compiled.metadata_group.items()):
-        if not name.endswith((METADATA_SUFFIX, *BINARY_SUFFIXES)):
-            continue
-        data = Path(path).read_bytes()
-        digest = hashlib.sha256(data).hexdigest()
-        files.append(model.ArtifactFile(name, digest, len(data)))
-        blobs[digest] = data
-    target = compiled.metadata.target
-    gpu_target = f"{target.backend}:{target.arch}:{target.warp_size}"
-    return model.Artifact(compiled.hash, gpu_target, tuple(files), config), blobs
+    """The files Triton needs to load `compiled` (metadata and binary), hashed, with their bytes; `config`
+    is the launch config it was compiled with."""
+    group = dict(compiled.metadata_group)
+    metadata_name = next((n for n in sorted(group) if n.endswith(METADATA_SUFFIX)), "")
+    found = compiled_kernel(metadata_name, group)
+    if found is None:
+        raise ValueError(f"{compiled.name}: Triton's cache holds no metadata and binary for it")
+    artifact, blobs, _ = found
+    return dataclasses.replace(artifact, config=config), blobs
 
 
 class _OfflineDriver:
