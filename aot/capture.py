@@ -38,7 +38,7 @@ def capture(output: str, command: Sequence[str]) -> CaptureReport:
     path = Path(output).resolve()
     if path.is_dir():
         raise TunedKernelsError(f"capture: -o {output} is a directory")
-    work = path.with_name(f".{path.name}.capturing-{os.getpid()}{path.suffix}")
+    work = path.with_name(f".capturing-{os.getpid()}-{path.name}")  # the same extension: the same format
     lock = Path(f"{work}.lock")
     env = {**os.environ, "TUNED_KERNELS_CAPTURE": str(work)}
     try:

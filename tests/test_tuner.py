@@ -190,7 +190,7 @@ print("ok")
 def test_capture_records_a_programs_own_autotuned_kernel(tmp_path: Path) -> None:
     app = tmp_path / "app.py"
     app.write_text(CAPTURED_PROGRAM)
-    out = tmp_path / "captured.pb"
+    out = tmp_path / "captured.pb.zst"
     run = subprocess.run(
         [sys.executable, "-m", "tuned_kernels", "capture", "-o", str(out), "--", sys.executable, str(app)],
         capture_output=True,
@@ -203,6 +203,7 @@ def test_capture_records_a_programs_own_autotuned_kernel(tmp_path: Path) -> None
     assert sorted(e.key for e in results.entries) == [(50, "torch.float32"), (500, "torch.float32")]
     assert {e.kernel.name.rsplit(".", 1)[-1] for e in results.entries} == {"add_one"}
     assert all(e.found_by is model.FoundBy.CAPTURED and len(e.timings) == 2 for e in results.entries)
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["app.py", "captured.pb.zst"]  # no lock, no work file
 
 
 def test_keys_another_process_claimed_are_left_to_it(tmp_path: Path) -> None:
