@@ -203,7 +203,10 @@ def test_capture_records_a_programs_own_autotuned_kernel(tmp_path: Path) -> None
     assert sorted(e.key for e in results.entries) == [(50, "torch.float32"), (500, "torch.float32")]
     assert {e.kernel.name.rsplit(".", 1)[-1] for e in results.entries} == {"add_one"}
     assert all(e.found_by is model.FoundBy.CAPTURED and len(e.timings) == 2 for e in results.entries)
-    assert sorted(p.name for p in tmp_path.iterdir()) == ["app.py", "captured.pb.zst"]  # no lock, no work file
+    assert sorted(p.name for p in tmp_path.iterdir()) == [
+        "app.py",
+        "captured.pb.zst",
+    ]  # no lock, no work file
 
 
 def test_keys_another_process_claimed_are_left_to_it(tmp_path: Path) -> None:
