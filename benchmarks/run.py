@@ -11,6 +11,9 @@ Steps (each a fresh process where start-up is measured; ratios from one run):
   load     P5: a synthetic 100k-entry bundle: load + first look-up (also runs without a GPU)
   size     bytes per entry with and without compiled kernels
   scaling  P6: tune on every visible GPU vs on one (needs 2 GPUs; `--steps scaling`)
+  programs P7: real programs (ours, fla-core's norm, liger-kernel's DyT and SwiGLU): whole process with no
+           caches / Triton's warm caches / only the bundle `tuned-kernels capture` made, fresh processes,
+           warm and bundle runs alternating, with kernels compiled counted (`--steps programs`)
 The full JSON goes to --json after every step; a short table is printed last.
 """
 
@@ -101,6 +104,22 @@ class Bench:
             )
             out[name] = {"wall_s": wall, **json.loads(text)}
         self.report["tune"] = out
+
+    def programs(self, repeats: int) -> None:
+        out: dict[str, Any] = {}
+        for name, argv in PROGRAMS.items():
+            app = [sys.executable, str(HERE.parent / argv[0]), *argv[1:]]
+            warm = tempfile.mkdtemp(prefix="triton-warm-", dir=self.work)
+            none = _compiled_and_wall(self.run(app, self.env(warm, TRITON_CACHE_AUTOTUNING="1")))
+            bundle = self.work / f"{name}.pb.zst"
+            self.tool(["capture", "-o", str(bundle), "--", *app], self.env())
+            rows: dict[str, list[dict[str, float]]] = {"triton_warm": [], "bundle_only": []}
+            for _ in range(repeats):  # alternating, so drifts of the machine fall on both
+                rows["triton_warm"].append(_compiled_and_wall(self.run(app, self.env(warm, TRITON_CACHE_AUTOTUNING="1"))))
+                served = self.env(None, TUNED_KERNELS="1", TUNED_KERNELS_PATH=str(bundle))
+                rows["bundle_only"].append(_compiled_and_wall(self.run(app, served)))
+            out[name] = {"no_caches": none, **rows}
+        self.report["programs"] = out
 
     def cold(self, repeats: int, with_no_caches: bool = True) -> None:
         if not (self.work / "exhaustive.pb.zst").exists():
@@ -249,6 +268,18 @@ def geomean(values: list[float]) -> float:
     return float(statistics.geometric_mean(values)) if values else float("nan")
 
 
+PROGRAMS = {  # as tests/test_gpu.py runs them
+    "ours": ["tests/corpora/captured_app.py"],
+    "fla-core": ["tests/corpora/fla_norm_app.py", "cuda"],
+    "liger-kernel": ["tests/corpora/liger_app.py"],
+}
+
+
+def _compiled_and_wall(run: tuple[float, str]) -> dict[str, float]:
+    wall, out = run
+    return {"wall_s": wall, "compiled": float(out.split("COMPILED ", 1)[1].split()[0])}
+
+
 def table(r: dict[str, Any]) -> str:
     lines = ["| id | what | measured | goal | met |", "|---|---|---|---|---|"]
 
@@ -257,6 +288,19 @@ def table(r: dict[str, Any]) -> str:
             f"| {pid} | {what} | {measured} | {goal} | {'-' if met is None else 'yes' if met else 'NO'} |"
         )
 
+    for name, p in r.get("programs", {}).items():
+        warm = statistics.median(x["wall_s"] for x in p["triton_warm"])
+        bundle = statistics.median(x["wall_s"] for x in p["bundle_only"])
+        compiled = max(x["compiled"] for x in p["bundle_only"])
+        warm_compiled = max(x["compiled"] for x in p["triton_warm"])
+        row(
+            "P7",
+            f"{name}: whole process, no caches / Triton warm / bundle only (compiled)",
+            f"{p['no_caches']['wall_s']:.2f} s ({p['no_caches']['compiled']:.0f}) / {warm:.2f} s "
+            f"({warm_compiled:.0f}) / {bundle:.2f} s ({compiled:.0f}) = {bundle / warm:.3f}x warm",
+            "bundle ≤ 1.05x warm, 0 compiled",
+            bundle <= 1.05 * warm and compiled == 0,
+        )
     if "cold" in r and r["cold"]["no_caches"]:
         c = r["cold"]
         a = c["no_caches"]["wall_s"]
@@ -348,7 +392,20 @@ def table(r: dict[str, Any]) -> str:
             "≤ 1.3x",
             ex["seconds"] / pure <= 1.3,
         )
-        if "cold" in r and r["cold"]["no_caches"]:
+        for name, p in r.get("programs", {}).items():
+        warm = statistics.median(x["wall_s"] for x in p["triton_warm"])
+        bundle = statistics.median(x["wall_s"] for x in p["bundle_only"])
+        compiled = max(x["compiled"] for x in p["bundle_only"])
+        warm_compiled = max(x["compiled"] for x in p["triton_warm"])
+        row(
+            "P7",
+            f"{name}: whole process, no caches / Triton warm / bundle only (compiled)",
+            f"{p['no_caches']['wall_s']:.2f} s ({p['no_caches']['compiled']:.0f}) / {warm:.2f} s "
+            f"({warm_compiled:.0f}) / {bundle:.2f} s ({compiled:.0f}) = {bundle / warm:.3f}x warm",
+            "bundle ≤ 1.05x warm, 0 compiled",
+            bundle <= 1.05 * warm and compiled == 0,
+        )
+    if "cold" in r and r["cold"]["no_caches"]:
             triton_s = r["cold"]["no_caches"]["autotune_seconds"]
             row(
                 "P4",
@@ -431,6 +488,8 @@ def main() -> None:
             bench.hot(args.repeats)
         elif step == "load":
             bench.load(args.entries, args.repeats)
+        elif step == "programs":
+            bench.programs(max(args.repeats, 5))
         else:
             getattr(bench, step)()
         print(f"[{step}] {time.perf_counter() - t0:.1f}s", file=sys.stderr, flush=True)
