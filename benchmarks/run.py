@@ -10,7 +10,8 @@ Steps (each a fresh process where start-up is measured; ratios from one run):
            now; matmul vs torch.matmul (cuBLAS), fp16 and bf16
   load     P5: a synthetic 100k-entry bundle: load + first look-up (also runs without a GPU)
   size     bytes per entry with and without compiled kernels
-  scaling  P6: tune on every visible GPU vs on one (needs 2 GPUs; `--steps scaling`)
+  scaling  P6: the full matmul keys tuned for --scaling-budget seconds on one GPU, then on every visible GPU:
+           keys per second, with the merged report's figures (needs 2 GPUs; `--steps scaling`)
   programs P7: real programs (ours, fla-core's norm, liger-kernel's DyT and SwiGLU): whole process with no
            caches / Triton's warm caches / only the bundle `tuned-kernels capture` made, fresh processes,
            warm and bundle runs alternating, with kernels compiled counted (`--steps programs`)
@@ -191,26 +192,18 @@ class Bench:
             "without_artifacts_bytes": (self.work / "bare.pb.zst").stat().st_size,
         }
 
-    def scaling(self) -> None:
+    def scaling(self, budget_s: float) -> None:
+        """The full matmul keys, tuned for `budget_s` on one GPU, then on every GPU: keys per second, and the
+        merged report's figures (every participant's)."""
         import torch
 
         gpus = torch.cuda.device_count()
         rows = {}
         for label, visible in (("1 GPU", "0"), (f"{gpus} GPUs", ",".join(map(str, range(gpus))))):
-            wall, text = self.tool(
-                [
-                    "tune",
-                    "--corpus",
-                    WORKLOAD,
-                    "--shapes",
-                    "cold",
-                    "-o",
-                    str(self.work / f"s{len(rows)}.pb"),
-                    "--json",
-                ],
-                self.env(CUDA_VISIBLE_DEVICES=visible),
-            )
-            rows[label] = {"wall_s": wall, **json.loads(text)}
+            argv = ["tune", "--shapes", "full", "--kernels", "matmul", "--time-budget", str(budget_s)]
+            output = str(self.work / f"s{len(rows)}.pb")
+            wall, text = self.tool([*argv, "-o", output, "--json"], self.env(CUDA_VISIBLE_DEVICES=visible))
+            rows[label] = {"wall_s": wall, "budget_s": budget_s, **json.loads(text)}
         self.report["scaling"] = rows
 
 
@@ -423,13 +416,33 @@ def table(r: dict[str, Any]) -> str:
         )
     if "scaling" in r:
         (one, w1), (many, w2) = list(r["scaling"].items())
-        row(
-            "P6",
-            f"tune on {many} vs {one}",
-            f"{w1['wall_s'] / w2['wall_s']:.2f}x",
-            "≥ 1.7x",
-            w1["wall_s"] / w2["wall_s"] >= 1.7,
-        )
+        if "budget_s" in w1:
+            rate1, rate2 = w1["tuned"] / w1["seconds"], w2["tuned"] / w2["seconds"]
+            row(
+                "P6",
+                f"full matmul keys under a time budget: keys per second, {many} vs {one}",
+                f"{w2['tuned']} keys in {w2['seconds']:.0f} s vs {w1['tuned']} in {w1['seconds']:.0f} s: "
+                f"{rate2 / rate1:.2f}x",
+                "≥ 1.8x",
+                rate2 / rate1 >= 1.8,
+            )
+            row(
+                "P6",
+                f"merged report of {many}: compile s / benchmark s / compiled kernels, bytes",
+                f"{w2['compile_seconds']:.1f} / {w2['benchmark_seconds']:.1f} / {w2['artifacts']}, "
+                f"{w2['artifact_bytes']}",
+                "every participant counted (non-zero)",
+                w2["benchmark_seconds"] > 0 and (w2["artifacts"] == 0 or w2["artifact_bytes"] > 0),
+            )
+        else:  # the earlier measurement: one fixed workload, wall time
+            ratio = w1["wall_s"] / w2["wall_s"]
+            row(
+                "P6",
+                f"tune on {many} vs {one} (the 8-key workload, wall)",
+                f"{ratio:.2f}x",
+                "≥ 1.7x",
+                ratio >= 1.7,
+            )
     return "\n".join(lines)
 
 
@@ -440,6 +453,9 @@ def main() -> None:
         "--steps", default=",".join(ALL_STEPS), help=f"comma-separated: {', '.join(ALL_STEPS)}, scaling"
     )
     parser.add_argument("--repeats", type=int, default=3)
+    parser.add_argument(
+        "--scaling-budget", type=float, default=120.0, help="seconds of tuning per row (scaling)"
+    )
     parser.add_argument("--entries", type=int, default=100_000, help="entries of the synthetic bundle (load)")
     parser.add_argument(
         "--table-from",
@@ -478,6 +494,8 @@ def main() -> None:
             bench.load(args.entries, args.repeats)
         elif step == "programs":
             bench.programs(args.repeats)
+        elif step == "scaling":
+            bench.scaling(args.scaling_budget)
         else:
             getattr(bench, step)()
         print(f"[{step}] {time.perf_counter() - t0:.1f}s", file=sys.stderr, flush=True)
