@@ -198,29 +198,28 @@ def test_tune_on_the_cpu_target_says_artifacts_do_not_apply(tmp_path: Path) -> N
     assert all(not e.artifacts for e in read_results(tmp_path / "r.pb").entries)
 
 
-def test_a_captured_winner_compiles_from_a_launchs_arguments_after_its_own_pre_hook(tmp_path: Path) -> None:
-    """Capture compiles the winner from what `Autotuner.run` saw (grid and warmup included: they used to
-    collide with warmup's own) and runs the winner's pre_hook first, as the launch will."""
+def compile_offline(script: str, tmp_path: Path) -> str:
+    """The output of a tests/corpora script that compiles for a GPU target here (no interpreter)."""
     run = subprocess.run(
-        [sys.executable, str(ROOT / "tests/corpora/prehook_compile.py")],
+        [sys.executable, str(ROOT / "tests/corpora" / script)],
         env=_compiler_env(tmp_path),
         capture_output=True,
         text=True,
     )
     assert run.returncode == 0, run.stderr[-2000:]
-    assert run.stdout.split()[-1] == "[32]", run.stdout  # the hook ran once, for the config compiled
+    return run.stdout
+
+
+def test_a_captured_winner_compiles_from_a_launchs_arguments_after_its_own_pre_hook(tmp_path: Path) -> None:
+    """Capture compiles the winner from what `Autotuner.run` saw (grid and warmup included: they used to
+    collide with warmup's own) and runs the winner's pre_hook first, as the launch will."""
+    out = compile_offline("prehook_compile.py", tmp_path)
+    assert out.split()[-1] == "[32]", out  # the hook ran once, for the config compiled
 
 
 def test_capture_records_every_kernel_triton_compiles_outside_benchmarking(tmp_path: Path) -> None:
     """A plain @triton.jit kernel compiled with two constexprs is kept twice (its two specializations);
     a compile made while configs are benchmarked is not (only a winner is kept of those)."""
-    run = subprocess.run(
-        [sys.executable, str(ROOT / "tests/corpora/record_compiles.py")],
-        env=_compiler_env(tmp_path),
-        capture_output=True,
-        text=True,
-    )
-    assert run.returncode == 0, run.stderr[-2000:]
-    lines = run.stdout.split("\n")[:-1]
+    lines = compile_offline("record_compiles.py", tmp_path).split("\n")[:-1]
     assert [line.split()[:4] for line in lines] == [["fill", "cuda:90:32", "['cubin',", "'json']"]] * 2
     assert len({line.split()[-1] for line in lines}) == 2  # two cache keys: two specializations
