@@ -24,13 +24,13 @@ class TunedAnswers:
         key: model.TuningKey,
         own: Mapping[model.Config, T],
         measure: Callable[[Sequence[T]], Mapping[T, float]],
-        tune_space: Mapping[model.Config, T] | None = None,
+        tune_space: Callable[[], Mapping[model.Config, T]] | None = None,
         compiled: Callable[[model.Config], Compiled] | None = None,
     ) -> Resolved[T]:
         entry = self.entries.get(model.slot_of(identity, key))
         if entry is not None and entry.best in own:
             return Resolved(own[entry.best], Decision("hit", (entry.best,), "this run"))
-        values = list((tune_space if tune_space is not None else own).values())
+        values = list((tune_space() if tune_space is not None else own).values())
         if len(values) == 1:
             return Resolved(values[0], Decision("miss"))
         timings = measure(values)

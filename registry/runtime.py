@@ -214,14 +214,14 @@ class Registry:
         key: model.TuningKey,
         own: Mapping[model.Config, T],
         measure: Callable[[Sequence[T]], Mapping[T, float]],
-        tune_space: Mapping[model.Config, T] | None = None,
+        tune_space: Callable[[], Mapping[model.Config, T]] | None = None,
         compiled: Callable[[model.Config], Compiled] | None = None,
     ) -> Resolved[T]:
         decision = self.decide(identity, key, own.__contains__)
         if decision.served:
             self.count(decision, identity, 0, key)
             return Resolved(own[decision.configs[0]], decision)
-        space = tune_space if tune_space is not None else own
+        space = tune_space() if tune_space is not None else own
         tried = candidates(list(space), decision)
         if len(tried) == 1:
             self.count(decision, identity, 0, key)

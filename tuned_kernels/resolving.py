@@ -32,12 +32,12 @@ class Resolver(Protocol):
         key: model.TuningKey,
         own: Mapping[model.Config, T],
         measure: Callable[[Sequence[T]], Mapping[T, float]],
-        tune_space: Mapping[model.Config, T] | None = None,
+        tune_space: Callable[[], Mapping[model.Config, T]] | None = None,
         compiled: Callable[[model.Config], Compiled] | None = None,
     ) -> Resolved[T]:
         """The config to launch with: a stored one of `own` (the kernel's configs, by value), or the fastest
-        of `tune_space` (default `own`) as `measure` times them, remembered; `compiled` gives the winner's
-        compiled kernel where the resolver keeps them."""
+        of `tune_space()` (asked only on a miss; default `own`) as `measure` times them, remembered;
+        `compiled` gives the winner's compiled kernel where the resolver keeps them."""
         ...
 
     def refuse(

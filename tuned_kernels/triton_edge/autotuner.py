@@ -74,9 +74,9 @@ def _prune_configs(self: Any, kwargs: dict[str, Any]) -> list[Any]:
         identity = kernel_identity(self)
         key = tuning_key(self, {**self.nargs, **kwargs})
         own = {config_from_triton(c): c for c in kernel_space(self, kwargs)}
-        tune_space = {config_from_triton(c): c for c in original(self, kwargs)}
     except Exception as exc:  # never break a launch: tuned here, as Triton would
-        resolver.warn(f"cannot read {type(self.fn).__name__}'s key, tuning normally: {_said(exc)}")
+        name = getattr(getattr(self, "base_fn", None), "__name__", "a kernel")
+        resolver.warn(f"cannot read {name}'s key or configs, tuning normally: {_said(exc)}")
         winner, _ = benchmark(self, list(original(self, kwargs)), kwargs)
         return [winner]
     named = {**self.nargs, **kwargs}
@@ -85,7 +85,7 @@ def _prune_configs(self: Any, kwargs: dict[str, Any]) -> list[Any]:
         key,
         own,
         lambda configs: benchmark(self, list(configs), kwargs)[1],
-        tune_space,
+        lambda: {config_from_triton(c): c for c in original(self, kwargs)},  # pruned as Triton would
         None if interpreting() else functools.partial(_compiled, self, named),
     )
     self._tuned_kernels_chosen = resolved.chosen  # measured or served already: never timed again
