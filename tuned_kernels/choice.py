@@ -19,6 +19,7 @@ from tuned_kernels.triton_edge.benchmarker import quick_benchmarker
 from tuned_kernels.triton_edge.keys import config_from_triton, kernel_identity, tuning_key
 
 IMPL = "IMPL"
+MAX_FAST_KEYS = 4096
 
 
 class ImplementationChoice:
@@ -37,22 +38,34 @@ class ImplementationChoice:
         self.configs = [triton.Config({IMPL: name}) for name in impls]
         self.cache: dict[model.TuningKey, str] = {}
         self.nargs: dict[str, Any] | None = None
+        # the hot path: the implementation by a tuple made in ~1 us (key values by position, dtypes as objects)
+        self._key_positions = tuple(self.arg_names.index(k) for k in key if k in self.arg_names)
+        self._chosen: dict[tuple[Any, ...], Callable[..., Any]] = {}
 
     def prune_configs(self, kwargs: dict[str, Any]) -> list[Any]:
         return list(self.configs)
 
     def __call__(self, *args: Any) -> Any:
-        return self.run(*args)
+        return self.run(*args)  # through `run`, which the tuner replaces on the instance to probe launches
 
     def run(self, *args: Any, **kwargs: Any) -> Any:
         if len(self.configs) == 1:  # forced (by the tuner) or a single implementation
             return self.impls[self.configs[0].kwargs[IMPL]](*args, **kwargs)
-        named = dict(zip(self.arg_names, args, strict=False))
-        key = tuning_key(self, named)
+        fast = (*(args[i] for i in self._key_positions), *(getattr(a, "dtype", None) for a in args))
+        impl = self._chosen.get(fast)
+        if impl is None:
+            if len(self._chosen) >= MAX_FAST_KEYS:  # keyed on objects (tensors?): bounded, not a leak
+                self._chosen.clear()
+            impl = self._chosen[fast] = self.impls[self._name_for(args)]
+        return impl(*args, **kwargs)
+
+    def _name_for(self, args: tuple[Any, ...]) -> str:
+        """The implementation for these arguments' tuning key (formed as Triton forms it), decided once."""
+        key = tuning_key(self, dict(zip(self.arg_names, args, strict=False)))
         name = self.cache.get(key)
         if name is None:
             name = self.cache[key] = self._decide(key, args)
-        return self.impls[name](*args, **kwargs)
+        return name
 
     def _decide(self, key: model.TuningKey, args: tuple[Any, ...]) -> str:
         """The installed resolver's answer for this key (with none installed, the default)."""
