@@ -183,7 +183,7 @@ MATMUL_CHOICE = ImplementationChoice(
 
 def matmul(a: torch.Tensor, b: torch.Tensor, out: torch.Tensor | None = None) -> torch.Tensor:
     """a @ b by whichever implementation is recorded as fastest for this shape and dtype (see
-    registry/choice.py); the Triton kernel alone is `triton_matmul`."""
+    tuned_kernels/choice.py); the Triton kernel alone is `triton_matmul`."""
     M, N, K = _check(a, b)
     c = out if out is not None else torch.empty((M, N), device=a.device, dtype=a.dtype)
     result: torch.Tensor = MATMUL_CHOICE(a, b, c, M, N, K)
