@@ -3,12 +3,12 @@ choice is measured with its implementations at their best); anything else is mea
 
 from __future__ import annotations
 
-import warnings
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import TypeVar
 
 from tuned_kernels import model
 from tuned_kernels.decision import Decision
+from tuned_kernels.errors import warn
 from tuned_kernels.resolving import Compiled, Resolved
 
 T = TypeVar("T")
@@ -43,4 +43,4 @@ class TunedAnswers:
         self.warn(f"{identity.name}: the config tuned for {key} failed to launch ({why})")
 
     def warn(self, message: str) -> None:
-        warnings.warn(f"tuned-kernels: {message}", stacklevel=3)
+        warn(message)

@@ -15,7 +15,6 @@ import dataclasses
 import json
 import logging
 import threading
-import warnings
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -26,7 +25,7 @@ from tuned_kernels.registry.sources import LoadedSources
 
 from tuned_kernels import model
 from tuned_kernels.decision import Decision, candidates, compiled_kernel_entry, decide, measured_entry
-from tuned_kernels.errors import TunedKernelsError, one_line
+from tuned_kernels.errors import TunedKernelsError, one_line, warn
 from tuned_kernels.resolving import Compiled, Resolved
 from tuned_kernels.results import overlay
 from tuned_kernels.results.discovery import discover
@@ -38,14 +37,6 @@ from tuned_kernels.triton_edge.interpreter import interpreting
 
 log = logging.getLogger("tuned_kernels")
 T = TypeVar("T")
-
-
-class TunedKernelsWarning(UserWarning):
-    pass
-
-
-def warn(message: str) -> None:
-    warnings.warn(f"tuned-kernels: {message}", TunedKernelsWarning, stacklevel=3)
 
 
 @dataclass

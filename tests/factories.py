@@ -4,6 +4,10 @@ from __future__ import annotations
 
 import dataclasses
 import hashlib
+import os
+import subprocess
+import sys
+from pathlib import Path
 
 from tuned_kernels import model
 
@@ -65,3 +69,14 @@ def with_artifact(
     artifact = model.Artifact(cache_key, "cuda:90:32", files, item.best)
     blobs = {f.sha256: data for f, data in zip(files, (meta, payload), strict=True)}
     return dataclasses.replace(item, artifacts=(artifact,)), blobs
+
+
+def tuned_file(corpus: str, path: Path) -> Path:
+    """`path`, written by `tuned-kernels tune --corpus CORPUS` on the cpu target (a real tune, in a process)."""
+    subprocess.run(
+        [sys.executable, "-m", "tuned_kernels", "tune", "--corpus", corpus, "-o", str(path)],
+        check=True,
+        capture_output=True,
+        env={**os.environ, "TRITON_INTERPRET": "1"},
+    )
+    return path

@@ -18,6 +18,7 @@ from pathlib import Path
 import pytest
 import zstandard
 
+from tests import factories
 from tuned_kernels import model
 from tuned_kernels.results import read_results, write_results
 from tuned_kernels.results.files import encode_results
@@ -68,14 +69,7 @@ def run_program(tmp_path: Path, bundle: Path | None, cache: Path | None = None) 
 
 @pytest.fixture(scope="module")
 def tuned(tmp_path_factory: pytest.TempPathFactory) -> model.Results:
-    path = tmp_path_factory.mktemp("tuned") / "planted.pb"
-    subprocess.run(
-        [sys.executable, "-m", "tuned_kernels", "tune", "--corpus", DOUBLING, "-o", str(path)],
-        check=True,
-        capture_output=True,
-        env={**os.environ, "TRITON_INTERPRET": "1"},
-    )
-    return read_results(path)
+    return read_results(factories.tuned_file(DOUBLING, tmp_path_factory.mktemp("tuned") / "doubling.pb"))
 
 
 @pytest.fixture(scope="module")

@@ -86,14 +86,7 @@ def run_program(tmp_path: Path, sizes: tuple[int, ...], bundle: Path | None, **e
 
 @pytest.fixture(scope="module")
 def bundle(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    path = tmp_path_factory.mktemp("bundle") / "planted.pb.zst"
-    subprocess.run(
-        [sys.executable, "-m", "tuned_kernels", "tune", "--corpus", PLANTED, "-o", str(path)],
-        check=True,
-        capture_output=True,
-        env={**os.environ, "TRITON_INTERPRET": "1"},
-    )
-    return path
+    return factories.tuned_file(PLANTED, tmp_path_factory.mktemp("bundle") / "planted.pb.zst")
 
 
 def test_hits_need_no_benchmarking_and_misses_are_remembered(tmp_path: Path, bundle: Path) -> None:

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import warnings
+
 
 class TunedKernelsError(Exception):
     """Base of every error tuned-kernels raises on purpose."""
@@ -39,3 +41,11 @@ class CorpusError(TunedKernelsError):
 
 class BundleError(TunedKernelsError):
     """A bundle wheel or bundle directory that cannot be built or used."""
+
+
+class TunedKernelsWarning(UserWarning):
+    """What a user's program is told, once, when a bundle, overlay or launch is not used as it came."""
+
+
+def warn(message: str) -> None:
+    warnings.warn(f"tuned-kernels: {message}", TunedKernelsWarning, stacklevel=3)
