@@ -27,14 +27,32 @@ class TunedAnswers:
         tune_space: Callable[[], Mapping[model.Config, T]] | None = None,
         compiled: Callable[[model.Config], Compiled] | None = None,
     ) -> Resolved[T]:
-        entry = self.entries.get(model.slot_of(identity, key))
-        if entry is not None and entry.best in own:
-            return Resolved(own[entry.best], Decision("hit", (entry.best,), "this run"))
+        decision = self.serve(identity, key, own.__contains__)
+        if decision.served:
+            return Resolved(own[decision.configs[0]], decision)
         values = list((tune_space() if tune_space is not None else own).values())
         if len(values) == 1:
             return Resolved(values[0], Decision("miss"))
         timings = measure(values)
         return Resolved(min(timings, key=lambda v: timings[v]), Decision("miss"))
+
+    def serve(
+        self, identity: model.KernelIdentity, key: model.TuningKey, fits: Callable[[model.Config], bool]
+    ) -> Decision:
+        entry = self.entries.get(model.slot_of(identity, key))
+        if entry is not None and fits(entry.best):
+            return Decision("hit", (entry.best,), "this run")
+        return Decision("miss")
+
+    def record(
+        self,
+        identity: model.KernelIdentity,
+        key: model.TuningKey,
+        timings: Mapping[model.Config, float],
+        decision: Decision,
+        compiled: Callable[[model.Config], Compiled] | None = None,
+    ) -> model.Entry | None:
+        return None  # the tuner keeps only what it tunes itself
 
     def refuse(
         self, identity: model.KernelIdentity, key: model.TuningKey, decision: Decision, why: str

@@ -26,6 +26,7 @@ from tuned_kernels.registry.sources import LoadedSources
 from tuned_kernels import model
 from tuned_kernels.decision import Decision, candidates, compiled_kernel_entry, decide, measured_entry
 from tuned_kernels.errors import TunedKernelsError, one_line, warn
+from tuned_kernels.inductor_edge import keys as inductor_keys
 from tuned_kernels.resolving import Compiled, Resolved
 from tuned_kernels.results import overlay
 from tuned_kernels.results.discovery import discover
@@ -190,6 +191,8 @@ class Registry:
         if self.broken:
             return Decision("miss")
         decision = decide(identity, key, fits, self.sources, self.settings.policy)
+        if decision.kind == "miss" and identity.name.startswith(inductor_keys.PREFIX):
+            self._warn_other_torch(identity)
         for entry, source in decision.unfit:
             if (identity.name, source) not in self._unfit_warned:  # one warning per kernel and file
                 self._unfit_warned.add((identity.name, source))
@@ -198,6 +201,25 @@ class Registry:
                     f"{identity.name}; tuning instead"
                 )
         return decision
+
+    def serve(
+        self, identity: model.KernelIdentity, key: model.TuningKey, fits: Callable[[model.Config], bool]
+    ) -> Decision:
+        decision = self.decide(identity, key, fits)
+        if decision.served:
+            self.count(decision, identity, 0, key)
+        return decision
+
+    def _warn_other_torch(self, identity: model.KernelIdentity) -> None:
+        """Inductor's choices carry over only within one torch version: say so once per bundle."""
+        running = self.compiler.torch_version if self.compiler else "?"
+        for view in self.sources.made_elsewhere(identity):
+            if ("torch", view.path) not in self._unfit_warned:
+                self._unfit_warned.add(("torch", view.path))
+                self._problem(
+                    f"{view.path}: Inductor choices made with torch {view.header.compiler.torch_version}, "
+                    f"running {running}; Inductor autotunes as usual"
+                )
 
     def resolve(
         self,
@@ -208,9 +230,8 @@ class Registry:
         tune_space: Callable[[], Mapping[model.Config, T]] | None = None,
         compiled: Callable[[model.Config], Compiled] | None = None,
     ) -> Resolved[T]:
-        decision = self.decide(identity, key, own.__contains__)
+        decision = self.serve(identity, key, own.__contains__)
         if decision.served:
-            self.count(decision, identity, 0, key)
             return Resolved(own[decision.configs[0]], decision)
         space = tune_space() if tune_space is not None else own
         tried = candidates(list(space), decision)
@@ -219,12 +240,24 @@ class Registry:
             return Resolved(space[tried[0]], decision)
         by_value = {space[c]: c for c in tried}
         timings = {by_value[t]: ms for t, ms in measure([space[c] for c in tried]).items()}
-        self.count(decision, identity, len(timings), key)
-        entry = measured_entry(identity, key, timings, decision)
+        entry = self.record(identity, key, timings, decision, compiled)
         if entry is None:  # nothing ran: Triton's choice among failures, nothing to remember
             return Resolved(space[min(timings, key=lambda c: timings[c])], decision)
-        self.remember(entry, compiled)
         return Resolved(space[entry.best], decision)
+
+    def record(
+        self,
+        identity: model.KernelIdentity,
+        key: model.TuningKey,
+        timings: Mapping[model.Config, float],
+        decision: Decision,
+        compiled: Callable[[model.Config], Compiled] | None = None,
+    ) -> model.Entry | None:
+        self.count(decision, identity, len(timings), key)
+        entry = measured_entry(identity, key, timings, decision)
+        if entry is not None:
+            self.remember(entry, compiled)
+        return entry
 
     def refuse(
         self, identity: model.KernelIdentity, key: model.TuningKey, decision: Decision, why: str

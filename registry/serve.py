@@ -1,5 +1,6 @@
 """Turning serving on and off: `enable()` builds a `Registry` from the environment's settings, installs it
-as this process's resolver and patches Triton's autotuner through the Triton edge; `disable()` undoes both.
+as this process's resolver, patches Triton's autotuner through the Triton edge and sets Inductor's choices
+hook through the Inductor edge (once Inductor is imported); `disable()` undoes them.
 Tests build their own `Registry` and install it with `resolving.installed` instead."""
 
 from __future__ import annotations
@@ -12,6 +13,7 @@ from tuned_kernels.registry.runtime import Registry
 from tuned_kernels.registry.settings import Settings
 
 from tuned_kernels import resolving
+from tuned_kernels.inductor_edge import hooks as inductor_hooks
 from tuned_kernels.triton_edge import autotuner, cache_manager
 
 
@@ -23,6 +25,7 @@ def enable(settings: Settings | None = None) -> Registry:
         registry = Registry(settings or Settings.from_environ(os.environ))
         resolving.install(registry)
     autotuner.patch()
+    inductor_hooks.install_when_imported(capturing=registry.settings.capture is not None)
     return registry
 
 
@@ -30,6 +33,7 @@ def disable() -> None:
     resolving.install(None)
     autotuner.unpatch()
     cache_manager.uninstall()
+    inductor_hooks.uninstall()
 
 
 def is_enabled() -> bool:

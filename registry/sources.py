@@ -75,6 +75,15 @@ class LoadedSources:
         """Stale bundles' entries for kernels of this name (any source: the kernel may have changed too)."""
         return [e for view in reversed(self.stale) for e in self._entries_named(view, identity.name)]
 
+    def made_elsewhere(self, identity: model.KernelIdentity) -> list[ResultsView]:
+        """Selected bundles that hold entries for a kernel of this name, but of another source only."""
+        return [
+            view
+            for view in list(self.bundles)
+            if (named := self._entries_named(view, identity.name))
+            and all(e.kernel.source_hash != identity.source_hash for e in named)
+        ]
+
     def known_bad(self, identity: model.KernelIdentity) -> frozenset[model.Config]:
         """Configs of this kernel that a bundle recorded as rejected (wrong numbers, failed compiles) or
         that failed to launch here."""

@@ -1,8 +1,9 @@
-"""The architecture, checked: floors without cycles, and one folder that touches Triton's internals.
+"""The architecture, checked: floors without cycles, one folder that touches Triton's internals and one
+that touches Inductor's.
 
-core (pure) <- Triton edge (tuned_kernels/triton_edge/) and storage edge (results/, packager/, hardware/)
-<- the applications registry/ (serve) and aot/ (tune, capture, compile), which never import each other
-<- the CLI. Every import counts, function-local ones included.
+core (pure) <- Triton and Inductor edges (tuned_kernels/triton_edge/, inductor_edge/) and storage edge
+(results/, packager/, hardware/) <- the applications registry/ (serve) and aot/ (tune, capture, compile),
+which never import each other <- the CLI. Every import counts, function-local ones included.
 """
 
 from __future__ import annotations
@@ -136,5 +137,21 @@ def test_only_the_triton_edge_touches_tritons_internals() -> None:
             continue
         for number, line in enumerate(path.read_text().splitlines(), 1):
             if TRITON_INTERNALS.search(line.split("#", 1)[0]):
+                offenders.append(f"{path.relative_to(ROOT)}:{number}: {line.strip()}")
+    assert offenders == []
+
+
+# Inductor's internals: allowed only under tuned_kernels/inductor_edge/.
+INDUCTOR_INTERNALS = re.compile(r"\btorch\._inductor\b|\binductor_choices_class\b|\bfeedback_saver")
+
+
+def test_only_the_inductor_edge_touches_inductors_internals() -> None:
+    edge = ROOT / "tuned_kernels" / "inductor_edge"
+    offenders = []
+    for path in modules().values():
+        if path.is_relative_to(edge) or path.name == "_autoload.py":  # names the module it waits for
+            continue
+        for number, line in enumerate(path.read_text().splitlines(), 1):
+            if INDUCTOR_INTERNALS.search(line.split("#", 1)[0]):
                 offenders.append(f"{path.relative_to(ROOT)}:{number}: {line.strip()}")
     assert offenders == []

@@ -1,55 +1,27 @@
 """Run at interpreter start by tuned_kernels.pth when TUNED_KERNELS=1 (or a capture is running).
 
-Costs nothing for programs that never use Triton: `enable()` runs when `triton.runtime.autotuner` is
-first imported, through a one-shot import hook.
+Costs nothing for programs that never use Triton or Inductor: `enable()` runs when the program first
+imports `triton.runtime.autotuner` or `torch._inductor.config`, through one-shot import hooks.
 """
 
 from __future__ import annotations
 
-import importlib.abc
-import importlib.machinery
-import importlib.util
-import sys
 from types import ModuleType
-from typing import Any
 
-WATCHED = "triton.runtime.autotuner"
+from tuned_kernels.post_import import when_imported
+
+WATCHED = ("triton.runtime.autotuner", "torch._inductor.config")
 
 
-class _EnableAfterImport(importlib.abc.MetaPathFinder, importlib.abc.Loader):
-    def find_spec(
-        self, fullname: str, path: Any, target: Any = None
-    ) -> importlib.machinery.ModuleSpec | None:
-        if fullname != WATCHED:
-            return None
-        sys.meta_path.remove(self)
-        spec = importlib.util.find_spec(fullname)
-        if spec is None or spec.loader is None:
-            return None
-        self._loader = spec.loader
-        spec.loader = self
-        return spec
+def _enable(_: ModuleType) -> None:
+    import tuned_kernels
 
-    def create_module(self, spec: importlib.machinery.ModuleSpec) -> ModuleType | None:
-        return self._loader.create_module(spec)
-
-    def exec_module(self, module: ModuleType) -> None:
-        self._loader.exec_module(module)
-        try:
-            import tuned_kernels
-
-            tuned_kernels.enable()
-        except Exception as exc:  # never break the user's program
-            print(f"tuned-kernels: not enabled: {type(exc).__name__}: {exc}", file=sys.stderr)
+    tuned_kernels.enable()
 
 
 def install() -> None:
-    if WATCHED in sys.modules:
-        import tuned_kernels
-
-        tuned_kernels.enable()
-    else:
-        sys.meta_path.insert(0, _EnableAfterImport())
+    for name in WATCHED:
+        when_imported(name, _enable)
 
 
 install()

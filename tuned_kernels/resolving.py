@@ -1,6 +1,7 @@
 """Who answers "which config?" for this process: the `Resolver` that `enable()` installed, or none.
 
-Autotuned kernels (through the Triton edge's hook) and `ImplementationChoice` ops ask `current()`; with
+Autotuned kernels (through the Triton edge's hook), `ImplementationChoice` ops and Inductor's GEMM choices
+(through the Inductor edge's hooks) ask `current()`; with
 nothing installed they behave exactly as without tuned-kernels. The registry (serving, capturing, coverage)
 and the tuner (answering from what it just tuned) are resolvers. This is the only process-wide state.
 """
@@ -38,6 +39,24 @@ class Resolver(Protocol):
         """The config to launch with: a stored one of `own` (the kernel's configs, by value), or the fastest
         of `tune_space()` (asked only on a miss; default `own`) as `measure` times them, remembered;
         `compiled` gives the winner's compiled kernel where the resolver keeps them."""
+        ...
+
+    def serve(
+        self, identity: model.KernelIdentity, key: model.TuningKey, fits: Callable[[model.Config], bool]
+    ) -> Decision:
+        """For a caller that measures on its own (Inductor): the stored config to launch with, counted as
+        served, or the miss to measure (then handed to `record`). `fits` says which configs it offers."""
+        ...
+
+    def record(
+        self,
+        identity: model.KernelIdentity,
+        key: model.TuningKey,
+        timings: Mapping[model.Config, float],
+        decision: Decision,
+        compiled: Callable[[model.Config], Compiled] | None = None,
+    ) -> model.Entry | None:
+        """A miss measured: counted, and its winner remembered (None when nothing ran)."""
         ...
 
     def refuse(

@@ -1,0 +1,148 @@
+"""torch.compile: Inductor's max-autotune GEMM choices captured, served from a bundle with no benchmarking,
+missed keys autotuned by Inductor and remembered, and foreign or edited choices never served.
+
+On the CPU Inductor chooses between ATen's mm and the program's own `external_matmul` (its Triton templates
+need a GPU; tests/test_gpu.py captures and serves those), through the same hooks and the same real
+`KernelTemplateChoice` objects."""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import os
+import re
+import subprocess
+import sys
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+import torch
+from tuned_kernels.registry import Registry
+from tuned_kernels.registry.settings import Settings
+
+from tests import factories
+from tuned_kernels import model, resolving
+from tuned_kernels.errors import TunedKernelsWarning
+from tuned_kernels.inductor_edge import hooks, keys
+from tuned_kernels.results import read_results, write_results
+
+ROOT = Path(__file__).resolve().parents[1]
+TK = [sys.executable, "-m", "tuned_kernels"]
+APP = [sys.executable, str(ROOT / "tests/corpora/inductor_app.py")]
+MM_KEY = ("((torch.float32, [64, 256], [256, 1]), (torch.float32, [256, 128], [128, 1]))",)
+
+
+def _run(tmp_path: Path, *command: str) -> subprocess.CompletedProcess[str]:
+    """A fresh process with empty Inductor caches (each its own) and the test's overlay directory."""
+    inductor_cache = tmp_path / f"inductor-{len(list(tmp_path.glob('inductor-*')))}"
+    env = {
+        **os.environ,
+        "TORCHINDUCTOR_CACHE_DIR": str(inductor_cache),
+        "TUNED_KERNELS_CACHE_DIR": str(tmp_path / "overlay"),
+    }
+    done = subprocess.run([*TK, *command], env=env, capture_output=True, text=True)
+    assert done.returncode == 0, done.stderr[-3000:]  # the program checked its output against eager
+    return done
+
+
+def _coverage(tmp_path: Path, bundle: Path) -> dict[str, object]:
+    done = _run(tmp_path, "coverage", "--json", str(bundle), "--", *APP)
+    return json.loads(done.stdout.splitlines()[-1])  # type: ignore[no-any-return]
+
+
+def test_inductor_gemm_choice_is_captured_then_served_from_the_bundle(tmp_path: Path) -> None:
+    bundle = tmp_path / "inductor.textproto"
+    _run(tmp_path, "capture", "-o", str(bundle), "--", *APP)
+    (entry,) = read_results(bundle).entries
+    assert (entry.kernel.name, entry.key) == ("inductor.mm", MM_KEY)
+    assert dict(entry.best.kwargs)[keys.TEMPLATE] == "aten::mm"  # the program's slow mm lost
+    assert entry.kernel.source_hash == keys.torch_source_hash()
+    assert _coverage(tmp_path, bundle) == {"hits": 1, "misses": 0, "missed": []}
+
+
+def test_inductor_gemm_choice_missing_from_bundles_is_autotuned_once_then_remembered(tmp_path: Path) -> None:
+    empty = tmp_path / "no-bundles"
+    empty.mkdir()
+    assert _coverage(tmp_path, empty) == {"hits": 0, "misses": 1, "missed": [["inductor.mm", list(MM_KEY)]]}
+    assert _coverage(tmp_path, empty) == {"hits": 1, "misses": 0, "missed": []}  # from the overlay
+
+
+# -- in this process: what is served, what is refused ------------------------------------------------------
+
+
+def _mm_entry(template: str, **params: model.Scalar) -> model.Entry:
+    best = model.Config.of({keys.TEMPLATE: template, **params})
+    return model.Entry(keys.identity_of("mm"), MM_KEY, best, (model.Timing(best, 0.01),))
+
+
+@pytest.fixture
+def serving(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Path]:
+    """A registry serving the results file the test writes to the returned path, hooked into Inductor."""
+    bundle = tmp_path / "bundle.textproto"
+    monkeypatch.setenv("TUNED_KERNELS_PATH", str(bundle))
+    monkeypatch.setenv("TUNED_KERNELS_CACHE_DIR", str(tmp_path / "overlay"))
+    hooks.install(capturing=False)
+    torch._dynamo.reset()
+    try:
+        yield bundle
+    finally:
+        hooks.uninstall()
+        torch._dynamo.reset()
+
+
+def _compile_mm(registry: Registry) -> None:
+    import torch._inductor.config as inductor_config
+
+    a, b = torch.randn(64, 256), torch.randn(256, 128)
+    with resolving.installed(registry), inductor_config.patch(force_disable_caches=True):
+        out = torch.compile(lambda x, y: x @ y, mode="max-autotune")(a, b)
+    torch.testing.assert_close(out, a @ b)
+
+
+def _header(torch_version: str) -> model.Header:
+    registry = Registry(Settings())
+    header = registry.header(model.Producer.CAPTURE)
+    return dataclasses.replace(
+        header, compiler=dataclasses.replace(header.compiler, torch_version=torch_version)
+    )
+
+
+def test_stored_choice_inductor_does_not_offer_is_not_served(serving: Path) -> None:
+    edited = _mm_entry("triton::mm", BLOCK_M=7, BLOCK_N=7, BLOCK_K=7)  # not a config Inductor generates
+    write_results(serving, model.Results(_header(torch.__version__), (edited,)))
+    registry = Registry(Settings())
+    with pytest.warns(TunedKernelsWarning, match=r"is not one of the configs of inductor\.mm"):
+        _compile_mm(registry)  # and the output is right
+    assert registry.stats.hits == 0
+
+
+def test_stored_choice_is_served_when_inductor_offers_it(serving: Path) -> None:
+    write_results(serving, model.Results(_header(torch.__version__), (_mm_entry("aten::mm"),)))
+    registry = Registry(Settings())
+    _compile_mm(registry)
+    assert (registry.stats.hits, registry.stats.served_from) == (1, {str(serving): 1})
+
+
+def test_choices_made_with_another_torch_are_rejected_with_the_reason(serving: Path) -> None:
+    foreign = dataclasses.replace(
+        _mm_entry("aten::mm"),
+        kernel=model.KernelIdentity("inductor.mm", factories.source_hash("torch 2.0.0")),
+    )
+    write_results(serving, model.Results(_header("2.0.0"), (foreign,)))
+    registry = Registry(Settings())
+    with pytest.warns(
+        TunedKernelsWarning, match=rf"made with torch 2\.0\.0, running {re.escape(torch.__version__)}"
+    ):
+        _compile_mm(registry)
+    assert registry.stats.hits == 0
+
+
+def test_a_choices_class_the_program_set_is_kept_with_one_warning() -> None:
+    import torch._inductor.config as inductor_config
+    from torch._inductor.lookup_table import LookupTableChoices
+
+    with inductor_config.patch(inductor_choices_class=LookupTableChoices):
+        with pytest.warns(TunedKernelsWarning, match="GEMM choices are not served"):
+            hooks.install(capturing=False)
+        assert inductor_config.inductor_choices_class is LookupTableChoices

@@ -1,0 +1,114 @@
+"""Inductor's template choices, answered by the installed resolver.
+
+`TunedChoices` is a `LookupTableChoices`: a look-up table the program set itself (`config.lookup_table`)
+still answers first; where it has nothing, the resolver decides. A hit narrows the op's choices to the one
+stored config, found among the choices Inductor itself generated for these inputs (so nothing is benchmarked
+and nothing foreign is compiled); a miss leaves Inductor's choices as they are, and when Inductor has timed
+them the feedback saver hands the timings of the missed key back to the resolver, which remembers the winner.
+"""
+
+from __future__ import annotations
+
+import weakref
+from collections.abc import Callable, Generator
+from dataclasses import dataclass
+from typing import Any
+
+from torch._inductor.lookup_table import LookupTableChoices
+
+from tuned_kernels import model, resolving
+from tuned_kernels.decision import Decision
+from tuned_kernels.inductor_edge.keys import config_of, identity_of, key_of
+
+
+@dataclass(frozen=True)
+class _Missed:
+    identity: model.KernelIdentity
+    key: model.TuningKey
+    config: model.Config
+    decision: Decision
+
+
+# the choices handed to Inductor on a miss, until its autotuning reports their timings
+_missed: weakref.WeakKeyDictionary[Any, _Missed] = weakref.WeakKeyDictionary()
+
+
+class TunedChoices(LookupTableChoices):
+    def uuid(self) -> str:
+        """Inductor's FX-graph cache key for this class (graphs compiled with it may be reused)."""
+        from tuned_kernels.version import TOOL_VERSION
+
+        return f"tuned-kernels {TOOL_VERSION}"
+
+    def _fallback(
+        self,
+        template_choices: dict[str, Generator[Any, None, None]],
+        kernel_inputs: Any,
+        templates: list[Any],
+        op_name: str,
+        kwarg_overrides: dict[str, dict[str, Any]] | None = None,
+    ) -> list[Any]:
+        offered = {uid: list(choices) for uid, choices in template_choices.items()}
+        resolver = resolving.current()
+        if resolver is not None:
+            served = _serve(resolver, offered, kernel_inputs, op_name)
+            if served is not None:
+                return [served]
+        return super()._fallback(
+            {uid: (c for c in choices) for uid, choices in offered.items()},
+            kernel_inputs,
+            templates,
+            op_name,
+            kwarg_overrides,
+        )
+
+
+def _serve(
+    resolver: resolving.Resolver, offered: dict[str, list[Any]], kernel_inputs: Any, op_name: str
+) -> Any | None:
+    """The stored choice for these inputs among those Inductor offers; on a miss, None (and the offered
+    choices are noted, so that their timings can be remembered)."""
+    own: dict[model.Config, Any] = {}
+    for choices in offered.values():
+        for ktc in choices:
+            config = config_of(ktc)
+            if config is not None:
+                own.setdefault(config, ktc)
+    if not own:
+        return None
+    identity, key = identity_of(op_name), key_of(kernel_inputs)
+    decision = resolver.serve(identity, key, own.__contains__)
+    if decision.served:
+        return own[decision.configs[0]]
+    for config, ktc in own.items():
+        _missed[ktc] = _Missed(identity, key, config, decision)
+    return None
+
+
+def remember_timings(
+    timings: dict[Any, float],
+    name: str,
+    input_nodes: list[Any],
+    choices: list[Any],
+    profiled: Callable[[], dict[Any, float]],
+    precompile_times: dict[Any, float] | None = None,
+) -> None:
+    """Inductor's feedback saver: the timings of a key that missed go to the resolver, which remembers the
+    winner (the overlay when serving, the `-o` file when capturing)."""
+    resolver = resolving.current()
+    if resolver is None or not timings:
+        return
+    winner = _missed_of(min(timings, key=lambda c: timings[c]))
+    if winner is None:  # won by a choice the resolver never saw (a backend outside the templates)
+        return
+    measured = {}
+    for caller, ms in timings.items():
+        missed = _missed_of(caller)
+        if missed is not None and (missed.identity, missed.key) == (winner.identity, winner.key):
+            measured[missed.config] = float(ms)
+    resolver.record(winner.identity, winner.key, measured, winner.decision)
+
+
+def _missed_of(caller: Any) -> _Missed | None:
+    ktc = getattr(caller, "annotations", {}).get("ktc")
+    return _missed.get(ktc) if ktc is not None else None

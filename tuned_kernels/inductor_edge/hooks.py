@@ -1,0 +1,60 @@
+"""Installing the Inductor hooks, done once `torch._inductor.config` is imported (importing nothing more:
+the choices class and the feedback saver are set up on Inductor's first use of them).
+
+A program that sets its own `inductor_choices_class` keeps it (one warning: GEMM choices are then not
+served). Capturing turns Inductor's own caches off, so that every choice is made, timed and recorded.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from tuned_kernels.errors import warn
+
+_saver_added = [False]
+_watching = [False]
+
+
+def install_when_imported(capturing: bool) -> None:
+    """Installs the hooks once `torch._inductor.config` is imported (now, if it is)."""
+    if not _watching[0]:
+        _watching[0] = True
+        from tuned_kernels.post_import import when_imported
+
+        when_imported("torch._inductor.config", lambda _: install(capturing))
+
+
+def tuned_choices() -> Any:
+    """`config.inductor_choices_class`: called by Inductor once per thread that lowers a graph."""
+    from tuned_kernels.inductor_edge.choices import TunedChoices, remember_timings
+
+    if not _saver_added[0]:
+        from torch._inductor.select_algorithm import add_feedback_saver
+
+        add_feedback_saver(remember_timings)
+        _saver_added[0] = True
+    return TunedChoices()
+
+
+def install(capturing: bool) -> None:
+    from torch._inductor import config
+
+    current = config.inductor_choices_class
+    if current is None:
+        config.inductor_choices_class = tuned_choices
+    elif current is not tuned_choices:
+        warn(
+            f"torch._inductor.config.inductor_choices_class is set to {getattr(current, '__name__', current)}"
+            " by the program: Inductor's GEMM choices are not served"
+        )
+    if capturing:
+        config.force_disable_caches = True
+
+
+def uninstall() -> None:
+    import sys
+
+    _watching[0] = False
+    config = sys.modules.get("torch._inductor.config")
+    if config is not None and getattr(config, "inductor_choices_class", None) is tuned_choices:
+        config.inductor_choices_class = None  # type: ignore[attr-defined]
