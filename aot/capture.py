@@ -1,9 +1,12 @@
 """`tuned-kernels capture -o FILE -- CMD...`: runs a program unchanged and records every autotuning
-decision of its `@triton.autotune` kernels (kernel identity, key, config timings, winner) into FILE.
+decision of its `@triton.autotune` kernels (kernel identity, key, config timings, winner) and of
+torch.compile's Inductor (GEMM choices; the tuned configs of the kernels it generates) into FILE.
 
 The program's interpreter picks up tuned_kernels.pth, which sees TUNED_KERNELS_CAPTURE and enables a
 registry with the capture policy (`registry.settings`): every decision is measured and appended to FILE
-under a file lock, so programs that fork workers (pytest-xdist, torchrun) are captured whole.
+under a file lock, so programs that fork workers (pytest-xdist, torchrun) are captured whole. Inductor
+gets an empty cache directory of its own, so that it tunes everything; the tuned configs it leaves there
+are added to FILE when the program ends.
 """
 
 from __future__ import annotations
@@ -11,13 +14,17 @@ from __future__ import annotations
 import os
 import shutil
 import subprocess
+import tempfile
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
+from tuned_kernels import model
 from tuned_kernels.errors import TunedKernelsError
 from tuned_kernels.results import read_results
 from tuned_kernels.results.formats import format_for
+from tuned_kernels.results.overlay import add_to_overlay
+from tuned_kernels.timestamps import utc_now
 
 
 @dataclass(frozen=True)
@@ -40,9 +47,11 @@ def capture(output: str, command: Sequence[str]) -> CaptureReport:
         raise TunedKernelsError(f"capture: -o {output} is a directory")
     work = path.with_name(f".capturing-{os.getpid()}-{path.name}")  # the same extension: the same format
     lock = Path(f"{work}.lock")
-    env = {**os.environ, "TUNED_KERNELS_CAPTURE": str(work)}
+    inductor_cache = Path(tempfile.mkdtemp(prefix=".capturing-inductor-", dir=path.parent))
+    env = {**os.environ, "TUNED_KERNELS_CAPTURE": str(work), "TORCHINDUCTOR_CACHE_DIR": str(inductor_cache)}
     try:
         returncode = subprocess.call(list(command), env=env)
+        _add_inductor_configs(work, inductor_cache)
         if not work.exists():
             return CaptureReport(returncode, 0, ())
         results = read_results(work)
@@ -50,6 +59,25 @@ def capture(output: str, command: Sequence[str]) -> CaptureReport:
     finally:
         work.unlink(missing_ok=True)
         lock.unlink(missing_ok=True)
+        shutil.rmtree(inductor_cache, ignore_errors=True)
     return CaptureReport(
         returncode, len(results.entries), tuple(sorted({e.kernel.name for e in results.entries}))
     )
+
+
+def _add_inductor_configs(work: Path, inductor_cache: Path) -> None:
+    """The configs Inductor tuned for the kernels it generated, from its cache directory into `work`."""
+    from tuned_kernels.inductor_edge import autotune_cache
+
+    entries = autotune_cache.harvest(inductor_cache)
+    if entries:
+        add_to_overlay(work, capture_header(), entries, {}, None)
+
+
+def capture_header() -> model.Header:
+    from tuned_kernels.hardware import compiler_fingerprint, detect
+
+    from tuned_kernels.version import TOOL_VERSION
+
+    target = detect()
+    return model.Header(target, compiler_fingerprint(target), model.Producer.CAPTURE, TOOL_VERSION, utc_now())

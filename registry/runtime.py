@@ -210,6 +210,14 @@ class Registry:
             self.count(decision, identity, 0, key)
         return decision
 
+    def stored(self, identity: model.KernelIdentity) -> list[model.Entry]:
+        """The selected bundles' entries for this kernel (this source); none when capturing, which measures
+        everything."""
+        self.load()
+        if self.broken or self.settings.capture is not None:
+            return []
+        return self.sources.bundle_entries(identity)
+
     def _warn_other_torch(self, identity: model.KernelIdentity) -> None:
         """Inductor's choices carry over only within one torch version: say so once per bundle."""
         running = self.compiler.torch_version if self.compiler else "?"

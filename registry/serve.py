@@ -25,7 +25,7 @@ def enable(settings: Settings | None = None) -> Registry:
         registry = Registry(settings or Settings.from_environ(os.environ))
         resolving.install(registry)
     autotuner.patch()
-    inductor_hooks.install_when_imported(capturing=registry.settings.capture is not None)
+    inductor_hooks.install_when_imported(registry.stored)
     return registry
 
 

@@ -75,6 +75,10 @@ class LoadedSources:
         """Stale bundles' entries for kernels of this name (any source: the kernel may have changed too)."""
         return [e for view in reversed(self.stale) for e in self._entries_named(view, identity.name)]
 
+    def bundle_entries(self, identity: model.KernelIdentity) -> list[model.Entry]:
+        """Every entry the selected bundles hold for this kernel (this source), best bundle first."""
+        return [e for view in list(self.bundles) for e in self._named(view, identity)]
+
     def made_elsewhere(self, identity: model.KernelIdentity) -> list[ResultsView]:
         """Selected bundles that hold entries for a kernel of this name, but of another source only."""
         return [

@@ -172,3 +172,36 @@ def test_a_captured_program_compiles_and_benchmarks_nothing_in_a_fresh_process(
     assert checksums == [line for line in out.stdout.splitlines() if line.startswith("CHECKSUM")]
     report = json.loads((tmp_path / "report.jsonl").read_text().splitlines()[0])
     assert report["misses"] == 0 and report["hits"] >= 1, report
+
+
+def test_torch_compile_max_autotune_served_from_a_capture_benchmarks_no_gemm(tmp_path: Path) -> None:
+    """torch.compile(mode="max-autotune"): a capture records Inductor's GEMM choices (Triton templates
+    among them); a fresh process with only that file and empty Inductor and Triton caches benchmarks no GEMM
+    choice, and a model with one more layer shape autotunes just that shape."""
+    app = [sys.executable, str(ROOT / "tests/corpora/inductor_model.py")]
+
+    def env(name: str, **extra: str) -> dict[str, str]:
+        return {**os.environ, "TORCHINDUCTOR_CACHE_DIR": str(tmp_path / f"inductor-{name}"),
+                "TRITON_CACHE_DIR": str(tmp_path / f"triton-{name}"),
+                "TUNED_KERNELS_CACHE_DIR": str(tmp_path / f"overlay-{name}"), **extra}  # fmt: skip
+
+    bundle = tmp_path / "inductor.pb.zst"
+    run = subprocess.run(
+        [sys.executable, "-m", "tuned_kernels", "capture", "-o", str(bundle), "--", *app, "small", "max-autotune"],
+        env=env("capture"), capture_output=True, text=True,
+    )  # fmt: skip
+    assert run.returncode == 0, run.stderr[-3000:]
+    captured = json.loads(run.stdout.splitlines()[-1])
+    names = [e.kernel.name for e in read_results(bundle).entries]
+    gemms = [n for n in names if n.startswith("inductor.") and n != "inductor.best_config"]
+    assert captured["gemm_autotunings"] == len(gemms) >= 2, (captured, names)
+    assert "inductor.best_config" in names  # the tuned configs of the norm and the GELU kernels
+    served = {}
+    for model in ("small", "small+new"):
+        out = subprocess.run(
+            [*app, model, "max-autotune"], env=env(model, TUNED_KERNELS="1", TUNED_KERNELS_PATH=str(bundle)),
+            capture_output=True, text=True,
+        )  # fmt: skip
+        assert out.returncode == 0, out.stderr[-3000:]  # the output matched eager PyTorch
+        served[model] = json.loads(out.stdout.splitlines()[-1])["gemm_autotunings"]
+    assert served == {"small": 0, "small+new": 1}, served

@@ -24,7 +24,7 @@ from tuned_kernels.registry.settings import Settings
 from tests import factories
 from tuned_kernels import model, resolving
 from tuned_kernels.errors import TunedKernelsWarning
-from tuned_kernels.inductor_edge import hooks, keys
+from tuned_kernels.inductor_edge import autotune_cache, hooks, keys
 from tuned_kernels.results import read_results, write_results
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -82,7 +82,7 @@ def serving(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Path]:
     bundle = tmp_path / "bundle.textproto"
     monkeypatch.setenv("TUNED_KERNELS_PATH", str(bundle))
     monkeypatch.setenv("TUNED_KERNELS_CACHE_DIR", str(tmp_path / "overlay"))
-    hooks.install(capturing=False)
+    hooks.install()
     torch._dynamo.reset()
     try:
         yield bundle
@@ -144,5 +144,85 @@ def test_a_choices_class_the_program_set_is_kept_with_one_warning() -> None:
 
     with inductor_config.patch(inductor_choices_class=LookupTableChoices):
         with pytest.warns(TunedKernelsWarning, match="GEMM choices are not served"):
-            hooks.install(capturing=False)
+            hooks.install()
         assert inductor_config.inductor_choices_class is LookupTableChoices
+
+
+# -- the tuned configs of Inductor's generated kernels: its autotune cache, harvested and refilled ----------
+
+BEST_CONFIG = {  # as Inductor writes one after coordinate descent (torch 2.11, a reduction kernel)
+    "XBLOCK": 1,
+    "R0_BLOCK": 2048,
+    "num_warps": 16,
+    "num_stages": 1,
+    "configs_hash": "7c5e1d0a" * 8,
+    "found_by_coordesc": True,
+    "time_taken_ms": 412,
+    "triton_cache_hash": "QZ3N2MIBK5Y6C7A",
+}
+RELATIVE = "cq/" + "ab" * 32 + ".best_config"
+
+
+def _cache_with(tmp_path: Path, files: dict[str, object]) -> Path:
+    cache = tmp_path / "inductor-cache"
+    for relative, data in files.items():
+        (cache / relative).parent.mkdir(parents=True, exist_ok=True)
+        (cache / relative).write_text(json.dumps(data))
+    return cache
+
+
+def test_harvested_best_configs_are_written_back_as_inductor_wrote_them(tmp_path: Path) -> None:
+    entries = autotune_cache.harvest(_cache_with(tmp_path, {RELATIVE: BEST_CONFIG}))
+    assert [(e.kernel, e.key) for e in entries] == [(autotune_cache.identity(), (RELATIVE,))]
+    bundle = tmp_path / "b.textproto"
+    write_results(bundle, model.Results(_header(torch.__version__), tuple(entries)))
+    fresh = tmp_path / "fresh"
+    assert autotune_cache.install(read_results(bundle).entries, fresh) == 1
+    assert json.loads((fresh / RELATIVE).read_text()) == BEST_CONFIG
+
+
+def test_a_best_config_already_in_the_cache_is_never_replaced(tmp_path: Path) -> None:
+    cache = _cache_with(tmp_path, {RELATIVE: {**BEST_CONFIG, "XBLOCK": 4}})
+    (entry,) = autotune_cache.harvest(_cache_with(tmp_path / "captured", {RELATIVE: BEST_CONFIG}))
+    assert autotune_cache.install([entry], cache) == 0
+    assert json.loads((cache / RELATIVE).read_text())["XBLOCK"] == 4
+
+
+@pytest.mark.parametrize(
+    "edit",
+    [
+        {"XBLOCK": 3},  # not a power of two
+        {"R0_BLOCK": 1 << 20},  # beyond any block Inductor picks
+        {"num_warps": 0},
+        {"num_stages": "3"},
+        {"configs_hash": "../../etc"},
+        {"pre_hook": "os.system"},  # a field Inductor never writes
+        {"found_by_coordesc": "yes"},
+        {"XBLOCK": True},
+    ],
+)
+def test_an_implausible_best_config_is_neither_harvested_nor_written(
+    tmp_path: Path, edit: dict[str, object]
+) -> None:
+    edited = {**BEST_CONFIG, **edit}
+    assert autotune_cache.harvest(_cache_with(tmp_path, {RELATIVE: edited})) == []
+    forged = model.Entry(autotune_cache.identity(), (RELATIVE,), model.Config.of(edited))  # type: ignore[arg-type]
+    assert autotune_cache.install([forged], tmp_path / "fresh") == 0
+    assert not (tmp_path / "fresh").exists()
+
+
+@pytest.mark.parametrize("relative", ["../" + "ab" * 32 + ".best_config", "cq/../../x.best_config", "/etc/x"])
+def test_a_best_config_path_outside_the_cache_is_never_written(tmp_path: Path, relative: str) -> None:
+    forged = model.Entry(autotune_cache.identity(), (relative,), model.Config.of(BEST_CONFIG))  # type: ignore[arg-type]
+    assert autotune_cache.install([forged], tmp_path / "cache") == 0
+    assert list(tmp_path.rglob("*.best_config")) == []
+
+
+def test_serving_fills_inductors_cache_with_the_bundles_best_configs(serving: Path, tmp_path: Path) -> None:
+    (entry,) = autotune_cache.harvest(_cache_with(tmp_path / "captured", {RELATIVE: BEST_CONFIG}))
+    write_results(serving, model.Results(_header(torch.__version__), (entry,)))
+    cache = tmp_path / "inductor-cache-of-the-user"
+    with pytest.MonkeyPatch.context() as env:
+        env.setenv("TORCHINDUCTOR_CACHE_DIR", str(cache))
+        hooks.install(Registry(Settings()).stored)
+    assert json.loads((cache / RELATIVE).read_text()) == BEST_CONFIG

@@ -2,26 +2,30 @@
 the choices class and the feedback saver are set up on Inductor's first use of them).
 
 A program that sets its own `inductor_choices_class` keeps it (one warning: GEMM choices are then not
-served). Capturing turns Inductor's own caches off, so that every choice is made, timed and recorded.
+served). The bundles' tuned generated kernels go into Inductor's autotune cache (autotune_cache.py).
 """
 
 from __future__ import annotations
 
+from collections.abc import Callable, Sequence
 from typing import Any
 
-from tuned_kernels.errors import warn
+from tuned_kernels import model
+from tuned_kernels.errors import one_line, warn
+
+Stored = Callable[[model.KernelIdentity], Sequence[model.Entry]]  # the bundles' entries for a kernel
 
 _saver_added = [False]
 _watching = [False]
 
 
-def install_when_imported(capturing: bool) -> None:
+def install_when_imported(stored: Stored) -> None:
     """Installs the hooks once `torch._inductor.config` is imported (now, if it is)."""
     if not _watching[0]:
         _watching[0] = True
         from tuned_kernels.post_import import when_imported
 
-        when_imported("torch._inductor.config", lambda _: install(capturing))
+        when_imported("torch._inductor.config", lambda _: install(stored))
 
 
 def tuned_choices() -> Any:
@@ -36,7 +40,7 @@ def tuned_choices() -> Any:
     return TunedChoices()
 
 
-def install(capturing: bool) -> None:
+def install(stored: Stored = lambda _: ()) -> None:
     from torch._inductor import config
 
     current = config.inductor_choices_class
@@ -47,8 +51,18 @@ def install(capturing: bool) -> None:
             f"torch._inductor.config.inductor_choices_class is set to {getattr(current, '__name__', current)}"
             " by the program: Inductor's GEMM choices are not served"
         )
-    if capturing:
-        config.force_disable_caches = True
+    _fill_autotune_cache(stored)
+
+
+def _fill_autotune_cache(stored: Stored) -> None:
+    from tuned_kernels.inductor_edge import autotune_cache
+
+    entries = stored(autotune_cache.identity())
+    if entries:
+        try:
+            autotune_cache.install(entries, autotune_cache.inductor_cache_dir())
+        except OSError as exc:  # a read-only or full cache directory: Inductor tunes as usual
+            warn(f"cannot write Inductor's autotune cache: {one_line(str(exc))}; Inductor tunes as usual")
 
 
 def uninstall() -> None:

@@ -1,0 +1,104 @@
+"""A torch.compile program for the GPU: `python inductor_model.py MODEL MODE`, MODEL one of MODELS, MODE
+`max-autotune` or `default`. Runs the model once (the first call: compiling and Inductor's autotuning) and
+then for a steady state, checks the output against eager PyTorch, and prints one JSON line: first-call
+seconds, the GEMM autotunings Inductor ran (counted by its own feedback savers) and ms per step."""
+
+from __future__ import annotations
+
+import json
+import sys
+import time
+
+import torch
+from torch import nn
+
+TOKENS = 512
+
+
+class MLPBlock(nn.Module):
+    def __init__(self, dim: int, hidden: int) -> None:
+        super().__init__()
+        self.norm, self.up, self.down = nn.LayerNorm(dim), nn.Linear(dim, hidden), nn.Linear(hidden, dim)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return x + self.down(nn.functional.gelu(self.up(self.norm(x))))
+
+
+class DecoderBlock(nn.Module):
+    """Llama-style: RMSNorm, attention (q, k, v, o projections; SDPA), RMSNorm, SwiGLU."""
+
+    def __init__(self, dim: int, hidden: int, heads: int) -> None:
+        super().__init__()
+        self.heads = heads
+        self.norm1, self.norm2 = nn.RMSNorm(dim), nn.RMSNorm(dim)
+        self.q, self.k, self.v, self.o = (nn.Linear(dim, dim, bias=False) for _ in range(4))
+        self.gate, self.up = nn.Linear(dim, hidden, bias=False), nn.Linear(dim, hidden, bias=False)
+        self.down = nn.Linear(hidden, dim, bias=False)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        h = self.norm1(x)
+        q, k, v = (p(h).unflatten(-1, (self.heads, -1)).transpose(0, 1) for p in (self.q, self.k, self.v))
+        attention = nn.functional.scaled_dot_product_attention(q, k, v, is_causal=True)
+        x = x + self.o(attention.transpose(0, 1).flatten(1))
+        h = self.norm2(x)
+        return x + self.down(nn.functional.silu(self.gate(h)) * self.up(h))
+
+
+def model(name: str) -> tuple[nn.Module, int]:
+    """The model and its width."""
+    if name == "mlp":  # two blocks: four GEMMs of two shapes
+        return nn.Sequential(MLPBlock(4096, 11008), MLPBlock(4096, 11008)), 4096
+    if name == "mlp+new":  # the same, and a layer of a shape the mlp does not have
+        return nn.Sequential(MLPBlock(4096, 11008), MLPBlock(4096, 11008), nn.Linear(4096, 2048)), 4096
+    if name == "llama":
+        return nn.Sequential(*(DecoderBlock(4096, 11008, 32) for _ in range(4))), 4096
+    if name == "small":  # for tests: quick to autotune
+        return nn.Sequential(MLPBlock(1024, 2816)), 1024
+    if name == "small+new":
+        return nn.Sequential(MLPBlock(1024, 2816), nn.Linear(1024, 512)), 1024
+    raise SystemExit(f"unknown model {name}")
+
+
+def main() -> None:
+    name, mode = sys.argv[1], sys.argv[2]
+    from torch._inductor import select_algorithm
+
+    autotunings: list[tuple[str, int]] = []
+    select_algorithm.add_feedback_saver(lambda timings, op, *_: autotunings.append((op, len(timings))))
+    torch.manual_seed(0)
+    with torch.device("cuda"):  # initialised where it runs: seconds less than on the CPU
+        net, width = model(name)
+    net = net.to(torch.float16).eval()
+    x = torch.randn(TOKENS, width, device="cuda", dtype=torch.float16)
+    compiled = torch.compile(net, mode=mode)
+    with torch.no_grad():
+        t0 = time.perf_counter()
+        out = compiled(x)
+        torch.cuda.synchronize()
+        first = time.perf_counter() - t0
+        expected = net(x)
+        torch.testing.assert_close(out, expected, atol=5e-2, rtol=5e-2)
+        for _ in range(10):
+            compiled(x)
+        start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+        start.record()
+        for _ in range(50):
+            compiled(x)
+        end.record()
+        torch.cuda.synchronize()
+    print(
+        json.dumps(
+            {
+                "model": name,
+                "mode": mode,
+                "first_call_s": round(first, 3),
+                "gemm_autotunings": len(autotunings),
+                "gemm_choices_benchmarked": sum(n for _, n in autotunings),
+                "step_ms": round(start.elapsed_time(end) / 50, 4),
+            }
+        )
+    )
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,107 @@
+"""Inductor's tuning of the kernels it generates (pointwise, reduction; with max-autotune, coordinate descent
+on top) lands in its local autotune cache: one `<hash>.best_config` JSON file per kernel, beside the
+generated module in Inductor's cache directory, named from the kernel's source and torch's build.
+
+Capture harvests these files from the private cache directory it gives the program; serving writes a
+bundle's into Inductor's cache directory wherever no file is (never over one), so Inductor finds its own
+results there: no benchmarking and no coordinate descent. A stored file is untrusted: only the fields Inductor
+writes, with values it could have chosen, are ever written back.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+from collections.abc import Iterable
+from pathlib import Path
+from typing import Any
+
+from tuned_kernels import model
+from tuned_kernels.inductor_edge.keys import PREFIX, torch_source_hash
+
+NAME = f"{PREFIX}best_config"
+MAX_FILE_BYTES = 64 * 1024
+RELATIVE_PATH = re.compile(r"^[0-9a-z_]{2}/[0-9a-f]{64}\.best_config$")
+BLOCK = re.compile(r"^([XYZR]|R\d_)BLOCK$")
+COUNTS = {"num_warps": (1, 64), "num_stages": (1, 16), "time_taken_ms": (0, 1 << 40)}
+OPTIONAL: dict[str, tuple[type, ...]] = {
+    "found_by_coordesc": (bool,),
+    "triton_cache_hash": (str, type(None)),
+    "num_consumer_groups": (int,),
+    "num_buffers_warp_spec": (int,),
+    "waves_per_eu": (int,),
+    "matrix_instr_nonkdim": (int,),
+    "kpack": (int,),
+}
+
+
+def identity() -> model.KernelIdentity:
+    return model.KernelIdentity(NAME, torch_source_hash())
+
+
+def is_plausible(data: Any) -> bool:
+    """The fields Inductor writes, with values it could have chosen (block sizes powers of two)."""
+    if not isinstance(data, dict) or not isinstance(data.get("configs_hash"), str):
+        return False
+    for key, value in data.items():
+        if key == "configs_hash":
+            ok = re.fullmatch(r"[0-9a-f]{1,128}", value) is not None
+        elif BLOCK.match(key):
+            ok = type(value) is int and 1 <= value <= 1 << 16 and value & (value - 1) == 0
+        elif key in COUNTS:
+            low, high = COUNTS[key]
+            ok = type(value) is int and low <= value <= high
+        else:
+            types = OPTIONAL.get(key, ())
+            ok = isinstance(value, types) and not (bool not in types and isinstance(value, bool))
+        if not ok:
+            return False
+    return "num_warps" in data and "num_stages" in data
+
+
+def harvest(cache_dir: Path) -> list[model.Entry]:
+    """Entries for the plausible `.best_config` files under an Inductor cache directory."""
+    entries = []
+    for path in sorted(cache_dir.glob("*/*.best_config")):
+        relative = path.relative_to(cache_dir).as_posix()
+        try:
+            if not RELATIVE_PATH.match(relative) or path.stat().st_size > MAX_FILE_BYTES:
+                continue
+            data = json.loads(path.read_text())
+        except (OSError, ValueError):
+            continue
+        if is_plausible(data):
+            best = model.Config.of(data)
+            entries.append(model.Entry(identity(), (relative,), best, found_by=model.FoundBy.CAPTURED))
+    return entries
+
+
+def install(entries: Iterable[model.Entry], cache_dir: Path) -> int:
+    """Writes the entries' files into `cache_dir` where none is; returns how many were written."""
+    written = 0
+    for entry in entries:
+        (relative,) = entry.key if len(entry.key) == 1 else (None,)
+        data = dict(entry.best.kwargs)
+        if not isinstance(relative, str) or not RELATIVE_PATH.match(relative) or not is_plausible(data):
+            continue
+        path = cache_dir / relative
+        if path.exists():
+            continue
+        path.parent.mkdir(parents=True, exist_ok=True)
+        temporary = path.with_name(f".{path.name}.{os.getpid()}.tmp")
+        temporary.write_text(json.dumps(data))
+        try:
+            os.link(temporary, path)  # never replaces a file another process wrote meanwhile
+            written += 1
+        except FileExistsError:
+            pass
+        finally:
+            temporary.unlink(missing_ok=True)
+    return written
+
+
+def inductor_cache_dir() -> Path:
+    from torch._inductor.runtime.cache_dir_utils import cache_dir
+
+    return Path(cache_dir())
