@@ -17,6 +17,18 @@ from tuned_kernels.errors import CorpusError
 Inputs = dict[str, Any]
 
 
+def parse_shard(text: str) -> tuple[int, int]:
+    """`I/N` (shard I of N, 0 <= I < N) as (I, N); ValueError saying what was expected."""
+    index, _, count = text.partition("/")
+    try:
+        i, n = int(index), int(count)
+    except ValueError:
+        raise ValueError(f"--shard wants I/N, e.g. 0/4, got {text!r}") from None
+    if not 0 <= i < n:
+        raise ValueError(f"--shard {text}: need 0 <= I < N")
+    return (i, n)
+
+
 @dataclass(frozen=True)
 class Case:
     """One point to tune: shape and dtype parameters, named by a stable id."""

@@ -205,3 +205,28 @@ def test_torch_compile_max_autotune_served_from_a_capture_benchmarks_no_gemm(tmp
         assert out.returncode == 0, out.stderr[-3000:]  # the output matched eager PyTorch
         served[model] = json.loads(out.stdout.splitlines()[-1])["gemm_autotunings"]
     assert served == {"small": 0, "small+new": 1}, served
+
+
+def test_the_builtin_gemm_corpus_captured_serves_max_autotune_linear_layers(tmp_path: Path) -> None:
+    """tuned_kernels.aot.inductor_gemms under capture (a shard of the fp16 shapes): a fresh process
+    compiling the same layers with max-autotune hits every one and misses none."""
+    corpus = [
+        sys.executable,
+        "-m",
+        "tuned_kernels.aot.inductor_gemms",
+        "--dtypes",
+        "float16",
+        "--shard",
+        "0/14",
+    ]
+    bundle = tmp_path / "corpus.pb.zst"
+    for n, command in enumerate((["capture", "-o", str(bundle)], ["coverage", "--json", str(bundle)])):
+        env = {**os.environ, "TORCHINDUCTOR_CACHE_DIR": str(tmp_path / f"inductor-{n}"),
+               "TRITON_CACHE_DIR": str(tmp_path / f"triton-{n}"),
+               "TUNED_KERNELS_CACHE_DIR": str(tmp_path / "o")}  # fmt: skip
+        done = subprocess.run([sys.executable, "-m", "tuned_kernels", *command, "--", *corpus], env=env,
+                              capture_output=True, text=True)  # fmt: skip
+        assert done.returncode == 0, done.stderr[-3000:]
+    gemms = [e for e in read_results(bundle).entries if e.kernel.name == "inductor.mm"]
+    assert len(gemms) == 6, [e.key for e in gemms]  # M=256 of the six (N, K) pairs, fp16
+    assert json.loads(done.stdout.splitlines()[-1]) == {"hits": 6, "misses": 0, "missed": []}

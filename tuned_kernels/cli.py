@@ -74,14 +74,12 @@ def cmd_merge(args: argparse.Namespace) -> int:
 
 
 def _shard(text: str) -> tuple[int, int]:
-    index, _, count = text.partition("/")
+    from tuned_kernels.aot.corpus import parse_shard
+
     try:
-        i, n = int(index), int(count)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"--shard wants I/N, e.g. 0/4, got {text!r}") from None
-    if not 0 <= i < n:
-        raise argparse.ArgumentTypeError(f"--shard {text}: need 0 <= I < N")
-    return (i, n)
+        return parse_shard(text)
+    except ValueError as exc:
+        raise argparse.ArgumentTypeError(str(exc)) from None
 
 
 def cmd_tune(args: argparse.Namespace) -> int:
