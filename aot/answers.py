@@ -51,6 +51,7 @@ class TunedAnswers:
         timings: Mapping[model.Config, float],
         decision: Decision,
         compiled: Callable[[model.Config], Compiled] | None = None,
+        chosen: model.Config | None = None,
     ) -> model.Entry | None:
         return None  # the tuner keeps only what it tunes itself
 

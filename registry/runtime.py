@@ -260,11 +260,13 @@ class Registry:
         timings: Mapping[model.Config, float],
         decision: Decision,
         compiled: Callable[[model.Config], Compiled] | None = None,
+        chosen: model.Config | None = None,
     ) -> model.Entry | None:
-        self.count(decision, identity, len(timings), key)
-        entry = measured_entry(identity, key, timings, decision)
+        if chosen is None:  # a final choice was counted when its timings were recorded
+            self.count(decision, identity, len(timings), key)
+        entry = measured_entry(identity, key, timings, decision, chosen=chosen)
         if entry is not None:
-            self.remember(entry, compiled)
+            self.remember(entry, compiled, supersede=chosen is not None)
         return entry
 
     def refuse(
@@ -293,10 +295,14 @@ class Registry:
             self.stats.configs_benchmarked += benchmarked
 
     def remember(
-        self, entry: model.Entry, compiled: Callable[[model.Config], Compiled] | None = None
+        self,
+        entry: model.Entry,
+        compiled: Callable[[model.Config], Compiled] | None = None,
+        supersede: bool = False,
     ) -> None:
         """A config tuned on a miss: served from now on, and written to the sink: the overlay (serving) or
-        the capture file, with the winner's compiled kernel where one is given."""
+        the capture file, with the winner's compiled kernel where one is given (`supersede`: replacing
+        what the sink holds for the slot, even if faster)."""
         self.sources.add_local((entry,))
         if self.broken:
             return
@@ -311,7 +317,9 @@ class Registry:
         assert path is not None
         try:
             limit = None if capture else overlay.MAX_ENTRIES
-            overlay.add_to_overlay(path, self.header(model.Producer.CAPTURE), [entry], blobs, limit)
+            overlay.add_to_overlay(
+                path, self.header(model.Producer.CAPTURE), [entry], blobs, limit, supersede=supersede
+            )
         except Exception as exc:  # read-only or full disk, lock time-out: keep running, say so once
             if not self._write_failed:
                 self._write_failed = True

@@ -226,3 +226,24 @@ def test_serving_fills_inductors_cache_with_the_bundles_best_configs(serving: Pa
         env.setenv("TORCHINDUCTOR_CACHE_DIR", str(cache))
         hooks.install(Registry(Settings()).stored)
     assert json.loads((cache / RELATIVE).read_text()) == BEST_CONFIG
+
+
+def test_a_final_choice_replaces_the_faster_winner_recorded_before_it(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Inductor's scheduler may take a Triton template slower alone than ATen's mm because it fuses the
+    epilogue into it; that final choice is what a served process must get, so that it fuses the same way."""
+    monkeypatch.setenv("TUNED_KERNELS_PATH", str(tmp_path / "no-bundles"))
+    monkeypatch.setenv("TUNED_KERNELS_CACHE_DIR", str(tmp_path / "overlay"))
+    aten = _mm_entry("aten::mm").best
+    triton = _mm_entry("triton::mm", BLOCK_M=64, BLOCK_N=64, BLOCK_K=32).best
+    timings = {aten: 0.010, triton: 0.012}
+    registry, identity = Registry(Settings()), keys.identity_of("mm")
+    decision = registry.serve(identity, MM_KEY, lambda _: True)
+    assert registry.record(identity, MM_KEY, timings, decision).best == aten  # type: ignore[union-attr]
+    registry.record(identity, MM_KEY, timings, decision, chosen=triton)
+    assert registry.stats.misses == 1  # one key tuned once
+    assert registry.overlay_path is not None
+    (held,) = read_results(registry.overlay_path).entries
+    assert (held.best, held.best_time_ms) == (triton, 0.012)
+    assert Registry(Settings()).serve(identity, MM_KEY, lambda _: True).configs == (triton,)

@@ -104,17 +104,21 @@ def measured_entry(
     timings: Mapping[model.Config, float],
     decision: Decision,
     found_by: model.FoundBy = model.FoundBy.ONLINE,
+    chosen: model.Config | None = None,
 ) -> model.Entry | None:
-    """The entry a miss leaves behind: the fastest config, the next best few, how it was found (None when
-    no config ran: nothing to remember)."""
+    """The entry a miss leaves behind: the fastest config (or `chosen`, where the caller chose one of the
+    timed configs on more than its time alone), the next best few, how it was found (None when no config
+    ran: nothing to remember)."""
     ranked = sorted((t, repr(c), c) for c, t in timings.items() if t != float("inf"))
     if not ranked:
         return None
+    best = chosen if chosen is not None and chosen in timings else ranked[0][2]
+    kept = ranked[:5] + [r for r in ranked[5:] if r[2] == best]
     return model.Entry(
         kernel=identity,
         key=key,
-        best=ranked[0][2],
-        timings=tuple(model.Timing(c, float(t)) for t, _, c in ranked[:5]),
+        best=best,
+        timings=tuple(model.Timing(c, float(t)) for t, _, c in kept),
         found_by=model.FoundBy.SEEDED if decision.kind == "seed" else found_by,
         configs_benchmarked=len(timings),
     )

@@ -55,8 +55,12 @@ class Resolver(Protocol):
         timings: Mapping[model.Config, float],
         decision: Decision,
         compiled: Callable[[model.Config], Compiled] | None = None,
+        chosen: model.Config | None = None,
     ) -> model.Entry | None:
-        """A miss measured: counted, and its winner remembered (None when nothing ran)."""
+        """A miss measured: counted, and its winner remembered (None when nothing ran). `chosen`: a caller
+        that chose on more than these timings (Inductor fusing an epilogue into a template) says which
+        config it finally took, after recording the same timings once without; that entry replaces the
+        first."""
         ...
 
     def refuse(

@@ -29,8 +29,17 @@ class _Missed:
     decision: Decision
 
 
+@dataclass
+class _Recorded:
+    timings: dict[model.Config, float]
+    decision: Decision
+    best: model.Config
+
+
 # the choices handed to Inductor on a miss, until its autotuning reports their timings
 _missed: weakref.WeakKeyDictionary[Any, _Missed] = weakref.WeakKeyDictionary()
+# what was recorded per missed key, in case the scheduler finally takes another of the timed choices
+_recorded: dict[model.EntrySlot, _Recorded] = {}
 
 
 class TunedChoices(LookupTableChoices):
@@ -106,7 +115,45 @@ def remember_timings(
         missed = _missed_of(caller)
         if missed is not None and (missed.identity, missed.key) == (winner.identity, winner.key):
             measured[missed.config] = float(ms)
-    resolver.record(winner.identity, winner.key, measured, winner.decision)
+    entry = resolver.record(winner.identity, winner.key, measured, winner.decision)
+    if entry is not None:
+        _recorded[entry.slot] = _Recorded(measured, winner.decision, entry.best)
+
+
+def remember_final_choice(caller: Any) -> None:
+    """The scheduler's final choice for a GEMM whose epilogue it benchmarked fused: a Triton template that
+    may be slower alone than the recorded winner, but faster with the epilogue in it. It replaces the
+    winner, so that a served process fuses the same way (and generates the same kernels)."""
+    resolver, missed = resolving.current(), _missed_of(caller)
+    if resolver is None or missed is None:
+        return
+    recorded = _recorded.get(model.slot_of(missed.identity, missed.key))
+    if recorded is None or recorded.best == missed.config or missed.config not in recorded.timings:
+        return
+    recorded.best = missed.config
+    resolver.record(missed.identity, missed.key, recorded.timings, recorded.decision, chosen=missed.config)
+
+
+def watch_final_choices() -> None:
+    """Inductor has no hook for the scheduler's final choice among a GEMM's templates, so its one method
+    that takes it (`MultiTemplateBuffer.finalize_as_triton_caller`) is wrapped, once per process."""
+    from torch._inductor.ir import MultiTemplateBuffer
+
+    original = MultiTemplateBuffer.finalize_as_triton_caller
+    if getattr(original, "tuned_kernels_wrapped", False):
+        return
+
+    def finalize_as_triton_caller(self: Any, caller: Any) -> None:
+        original(self, caller)
+        try:
+            remember_final_choice(caller)
+        except Exception as exc:  # never break the user's compile
+            resolver = resolving.current()
+            if resolver is not None:
+                resolver.warn(f"could not remember Inductor's final GEMM choice: {type(exc).__name__}: {exc}")
+
+    finalize_as_triton_caller.tuned_kernels_wrapped = True  # type: ignore[attr-defined]
+    MultiTemplateBuffer.finalize_as_triton_caller = finalize_as_triton_caller  # type: ignore[method-assign]
 
 
 def _missed_of(caller: Any) -> _Missed | None:

@@ -30,12 +30,13 @@ def install_when_imported(stored: Stored) -> None:
 
 def tuned_choices() -> Any:
     """`config.inductor_choices_class`: called by Inductor once per thread that lowers a graph."""
-    from tuned_kernels.inductor_edge.choices import TunedChoices, remember_timings
+    from tuned_kernels.inductor_edge.choices import TunedChoices, remember_timings, watch_final_choices
 
     if not _saver_added[0]:
         from torch._inductor.select_algorithm import add_feedback_saver
 
         add_feedback_saver(remember_timings)
+        watch_final_choices()
         _saver_added[0] = True
     return TunedChoices()
 

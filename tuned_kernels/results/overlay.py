@@ -69,12 +69,17 @@ def add_to_overlay(
     entries: Sequence[model.Entry],
     blobs: Mapping[str, bytes] | None = None,
     max_entries: int | None = MAX_ENTRIES,
+    supersede: bool = False,
 ) -> None:
-    """Merges `entries` into the overlay at `path` under a file lock; raises OverlayUnusable (the file is
-    left as it is) or OSError (a bad disk)."""
+    """Merges `entries` into the overlay at `path` under a file lock (`supersede`: they replace what it
+    holds for their slots, even faster entries); raises OverlayUnusable (the file is left as it is) or
+    OSError (a bad disk)."""
     path.parent.mkdir(parents=True, exist_ok=True)
     with FileLock(str(path) + ".lock", timeout=LOCK_TIMEOUT_S):
         held = read_overlay(path) or model.Results(header)
+        if supersede:
+            slots = {e.slot for e in entries}
+            held = held.with_entries(tuple(e for e in held.entries if e.slot not in slots))
         added = model.Results(header, tuple(entries), dict(blobs or {}))
         merged = join(header, [held, added])
         if max_entries is not None:
