@@ -6,6 +6,7 @@ seconds, the GEMM autotunings Inductor ran (counted by its own feedback savers) 
 from __future__ import annotations
 
 import json
+import os
 import sys
 import time
 
@@ -86,6 +87,16 @@ def main() -> None:
             compiled(x)
         end.record()
         torch.cuda.synchronize()
+        if os.environ.get("INDUCTOR_MODEL_PROFILE"):  # diagnostics: the kernels of three steps, by GPU time
+            with torch.profiler.profile(activities=[torch.profiler.ProfilerActivity.CUDA]) as profile:
+                for _ in range(3):
+                    compiled(x)
+                torch.cuda.synchronize()
+            table = profile.key_averages().table(
+                sort_by="cuda_time_total", row_limit=40, max_name_column_width=90
+            )
+            with open(os.environ["INDUCTOR_MODEL_PROFILE"], "w") as f:
+                f.write(table)
     print(
         json.dumps(
             {
