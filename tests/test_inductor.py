@@ -247,3 +247,19 @@ def test_a_final_choice_replaces_the_faster_winner_recorded_before_it(
     (held,) = read_results(registry.overlay_path).entries
     assert (held.best, held.best_time_ms) == (triton, 0.012)
     assert Registry(Settings()).serve(identity, MM_KEY, lambda _: True).configs == (triton,)
+
+
+def test_a_failure_inside_the_hooks_leaves_inductors_choice_with_one_warning(
+    serving: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from tuned_kernels.inductor_edge import choices
+
+    def broken(_: object) -> model.TuningKey:
+        raise AttributeError("'KernelInputs' object has no attribute 'shapes_hinted'")  # another torch
+
+    monkeypatch.setattr(choices, "key_of", broken)
+    monkeypatch.setattr(choices, "_failed", set())
+    registry = Registry(Settings())
+    with pytest.warns(TunedKernelsWarning, match="could not look up Inductor's GEMM choice: AttributeError"):
+        _compile_mm(registry)  # and the output is right
+    assert registry.stats.hits == registry.stats.misses == 0

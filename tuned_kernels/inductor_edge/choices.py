@@ -9,8 +9,9 @@ them the feedback saver hands the timings of the missed key back to the resolver
 
 from __future__ import annotations
 
+import contextlib
 import weakref
-from collections.abc import Callable, Generator
+from collections.abc import Callable, Generator, Iterator
 from dataclasses import dataclass
 from typing import Any
 
@@ -18,6 +19,7 @@ from torch._inductor.lookup_table import LookupTableChoices
 
 from tuned_kernels import model, resolving
 from tuned_kernels.decision import Decision
+from tuned_kernels.errors import one_line
 from tuned_kernels.inductor_edge.keys import config_of, identity_of, key_of
 
 
@@ -60,9 +62,10 @@ class TunedChoices(LookupTableChoices):
         offered = {uid: list(choices) for uid, choices in template_choices.items()}
         resolver = resolving.current()
         if resolver is not None:
-            served = _serve(resolver, offered, kernel_inputs, op_name)
-            if served is not None:
-                return [served]
+            with _never_breaking_the_compile(resolver, "look up Inductor's GEMM choice"):
+                served = _serve(resolver, offered, kernel_inputs, op_name)
+                if served is not None:
+                    return [served]
         return super()._fallback(
             {uid: (c for c in choices) for uid, choices in offered.items()},
             kernel_inputs,
@@ -94,6 +97,20 @@ def _serve(
     return None
 
 
+_failed: set[str] = set()
+
+
+@contextlib.contextmanager
+def _never_breaking_the_compile(resolver: resolving.Resolver, what: str) -> Iterator[None]:
+    """Inductor's own choice stands where ours fails (a torch whose objects look otherwise): one warning."""
+    try:
+        yield
+    except Exception as exc:
+        if what not in _failed:
+            _failed.add(what)
+            resolver.warn(f"could not {what}: {one_line(f'{type(exc).__name__}: {exc}')}; Inductor decides")
+
+
 def remember_timings(
     timings: dict[Any, float],
     name: str,
@@ -107,6 +124,11 @@ def remember_timings(
     resolver = resolving.current()
     if resolver is None or not timings:
         return
+    with _never_breaking_the_compile(resolver, "remember Inductor's GEMM timings"):
+        _remember(resolver, timings)
+
+
+def _remember(resolver: resolving.Resolver, timings: dict[Any, float]) -> None:
     winner = _missed_of(min(timings, key=lambda c: timings[c]))
     if winner is None:  # won by a choice the resolver never saw (a backend outside the templates)
         return
@@ -145,12 +167,10 @@ def watch_final_choices() -> None:
 
     def finalize_as_triton_caller(self: Any, caller: Any) -> None:
         original(self, caller)
-        try:
-            remember_final_choice(caller)
-        except Exception as exc:  # never break the user's compile
-            resolver = resolving.current()
-            if resolver is not None:
-                resolver.warn(f"could not remember Inductor's final GEMM choice: {type(exc).__name__}: {exc}")
+        resolver = resolving.current()
+        if resolver is not None:
+            with _never_breaking_the_compile(resolver, "remember Inductor's final GEMM choice"):
+                remember_final_choice(caller)
 
     finalize_as_triton_caller.tuned_kernels_wrapped = True  # type: ignore[attr-defined]
     MultiTemplateBuffer.finalize_as_triton_caller = finalize_as_triton_caller  # type: ignore[method-assign]
