@@ -263,3 +263,14 @@ def test_a_failure_inside_the_hooks_leaves_inductors_choice_with_one_warning(
     with pytest.warns(TunedKernelsWarning, match="could not look up Inductor's GEMM choice: AttributeError"):
         _compile_mm(registry)  # and the output is right
     assert registry.stats.hits == registry.stats.misses == 0
+
+
+def test_inspect_shows_inductor_choices_template_first() -> None:
+    from tuned_kernels.results.report import results_table
+
+    triton = _mm_entry("triton::mm", BLOCK_M=64, BLOCK_N=64, BLOCK_K=32)
+    aten = dataclasses.replace(_mm_entry("aten::mm"), kernel=keys.identity_of("addmm"))
+    table = results_table(model.Results(_header(torch.__version__), (aten, triton))).splitlines()
+    assert [line.split("  ")[0] for line in table[-2:]] == ["inductor.addmm", "inductor.mm"]
+    assert "  aten::mm  " in table[-2]
+    assert "  triton::mm BLOCK_K=32 BLOCK_M=64 BLOCK_N=64 warps=4 stages=3  " in table[-1]

@@ -96,9 +96,9 @@ def results_table(results: model.Results) -> str:
         time_ms = "-" if e.best_time_ms == float("inf") else f"{e.best_time_ms:.4g}"
         rows.append(
             (
-                e.kernel.name.rsplit(".", 1)[-1],
+                _kernel_label(e.kernel.name),
                 format_key(e.key),
-                e.best.describe(),
+                _config_label(e),
                 time_ms,
                 e.found_by.value,
                 str(len(e.rejected)),
@@ -108,6 +108,27 @@ def results_table(results: model.Results) -> str:
     widths = [max(len(r[i]) for r in rows) for i in range(len(rows[0]))]
     lines += ["  ".join(c.ljust(w) for c, w in zip(r, widths, strict=True)).rstrip() for r in rows]
     return "\n".join(lines)
+
+
+INDUCTOR = "inductor."  # torch.compile's entries (tuned_kernels/inductor_edge/keys.py names them)
+
+
+def _kernel_label(name: str) -> str:
+    """A Triton kernel by its function's name; Inductor's entries by their whole name (inductor.mm)."""
+    return name if name.startswith(INDUCTOR) else name.rsplit(".", 1)[-1]
+
+
+def _config_label(entry: model.Entry) -> str:
+    """Inductor's GEMM choices read template first (`triton::mm BLOCK_M=128 ... warps=8 stages=5`, or
+    just `aten::mm`: an ATen kernel has no launch parameters of ours)."""
+    kwargs = dict(entry.best.kwargs)
+    template = kwargs.pop("template_id", None)
+    if not entry.kernel.name.startswith(INDUCTOR) or not isinstance(template, str):
+        return entry.best.describe()
+    if template.startswith("aten::"):
+        return template
+    rest = model.Config.of(kwargs, num_warps=entry.best.num_warps, num_stages=entry.best.num_stages)
+    return f"{template} {rest.describe()}"
 
 
 def _bundle_name(arch: str) -> str:
