@@ -37,6 +37,7 @@ from tuned_kernels.triton_edge import cache_manager
 from tuned_kernels.triton_edge.interpreter import interpreting
 
 log = logging.getLogger("tuned_kernels")
+COMPILED_BATCH = 64  # compiled kernels a capture keeps in memory before writing them
 T = TypeVar("T")
 
 
@@ -74,6 +75,9 @@ class Registry:
         self.target: model.Target | None = None
         self.compiler: model.CompilerFingerprint | None = None
         self.overlay_path: Path | None = None
+        self._compiled_pending: list[model.Entry] = []  # capturing: compiled kernels not yet written
+        self._compiled_blobs: dict[str, bytes] = {}
+        self._exit_flush_registered = False
 
     # -- loading ----------------------------------------------------------------------------------------
 
@@ -130,7 +134,7 @@ class Registry:
                     self.store.add(view.results(), candidate.name)
                 except TunedKernelsError as exc:  # one bad entry: this bundle's compiled kernels go unused
                     self._problem(f"not using the compiled kernels of {candidate.name}: {exc}")
-        recorder = self._record_compiled if self.settings.capture is not None and not interpreting() else None
+        recorder = self.record_compiled if self.settings.capture is not None and not interpreting() else None
         if len(self.store) or recorder is not None:
             cache_manager.install(self.store, recorder)
 
@@ -327,17 +331,34 @@ class Registry:
                     f"cannot write {path}: {one_line(str(exc))}; tuned configs stay in this process"
                 )
 
-    def _record_compiled(self, artifact: model.Artifact, blobs: dict[str, bytes], name: str) -> None:
+    def record_compiled(self, artifact: model.Artifact, blobs: dict[str, bytes], name: str) -> None:
         """Capturing: a kernel the program compiled outside tuning (a plain `@triton.jit` kernel, another
-        specialization of a winner) goes into the capture file, to be served by Triton's own cache key."""
-        assert self.settings.capture is not None
-        entry = compiled_kernel_entry(name, artifact)
+        specialization of a winner, a kernel Inductor generated) goes into the capture file, to be served by
+        Triton's own cache key. Kept in memory and written COMPILED_BATCH at a time and at exit: written one
+        by one, each a rewrite of the file under its lock, they serialised Inductor's parallel compiles."""
+        with self._lock:
+            if not self._exit_flush_registered:
+                self._exit_flush_registered = True
+                atexit.register(self.flush_compiled)
+            self._compiled_pending.append(compiled_kernel_entry(name, artifact))
+            self._compiled_blobs.update(blobs)
+            full = len(self._compiled_pending) >= COMPILED_BATCH
+        if full:
+            self.flush_compiled()
+
+    def flush_compiled(self) -> None:
+        """Writes the compiled kernels recorded so far into the capture file."""
+        with self._lock:
+            entries, blobs = self._compiled_pending, self._compiled_blobs
+            self._compiled_pending, self._compiled_blobs = [], {}
+        if not entries or self.settings.capture is None:
+            return
         try:
             overlay.add_to_overlay(
-                self.settings.capture, self.header(model.Producer.CAPTURE), [entry], blobs, None
+                self.settings.capture, self.header(model.Producer.CAPTURE), entries, blobs, None
             )
         except Exception as exc:
-            self._problem(f"could not keep compiled kernel {name}: {one_line(str(exc))}")
+            self._problem(f"could not keep {len(entries)} compiled kernels: {one_line(str(exc))}")
 
     def _compiled(
         self, config: model.Config, compiled: Callable[[model.Config], Compiled] | None

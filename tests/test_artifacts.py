@@ -13,7 +13,9 @@ from pathlib import Path
 import pytest
 from tuned_kernels.aot.compile_command import CompileError, compile_results
 from tuned_kernels.aot.kernels.builtin import CORPUS
+from tuned_kernels.registry import Registry
 from tuned_kernels.registry.runtime import artifacts_fit
+from tuned_kernels.registry.settings import Settings
 
 from tests import factories
 from tuned_kernels import model
@@ -223,3 +225,41 @@ def test_capture_records_every_kernel_triton_compiles_outside_benchmarking(tmp_p
     lines = compile_offline("record_compiles.py", tmp_path).split("\n")[:-1]
     assert [line.split()[:4] for line in lines] == [["fill", "cuda:90:32", "['cubin',", "'json']"]] * 2
     assert len({line.split()[-1] for line in lines}) == 2  # two cache keys: two specializations
+
+
+def _recorded(capture: Path, count: int) -> Registry:
+    """A capturing registry that has heard `count` compiled kernels (kernel0, kernel1, ...)."""
+    registry = Registry(Settings(capture=capture))
+    for i in range(count):
+        item, blobs = factories.with_artifact(
+            factories.entry(key=(i, "torch.float16")), payload=b"cubin %d" % i
+        )
+        registry.record_compiled(item.artifacts[0], blobs, f"kernel{i}")
+    return registry
+
+
+def test_capture_writes_compiled_kernels_in_batches_not_one_rewrite_each(tmp_path: Path) -> None:
+    """Inductor compiles hundreds of kernels, from several threads: each written on its own rewrote the
+    capture file under its lock and serialised the compiles."""
+    from tuned_kernels.registry import runtime
+
+    capture = tmp_path / "captured.pb.zst"
+    registry = _recorded(capture, 3)
+    assert not capture.exists()  # held until a batch is full or the program ends
+    registry.flush_compiled()
+    kept = read_results(capture)
+    assert sorted(e.kernel.name for e in kept.entries) == [
+        "compiled:kernel0",
+        "compiled:kernel1",
+        "compiled:kernel2",
+    ]
+    assert len(kept.blobs) == 4  # three binaries and their (identical) metadata, stored once
+    _recorded(capture, runtime.COMPILED_BATCH)  # a full batch is written at once, without a flush
+    assert len(read_results(capture).entries) == runtime.COMPILED_BATCH  # kernel0..2 again: the same slots
+
+
+def test_compiled_kernels_held_back_are_written_when_the_program_exits(tmp_path: Path) -> None:
+    capture = tmp_path / "captured.pb.zst"
+    program = f"from tests.test_artifacts import _recorded; _recorded(__import__('pathlib').Path({str(capture)!r}), 2)"
+    subprocess.run([sys.executable, "-c", program], check=True, cwd=Path(__file__).resolve().parents[1])
+    assert len(read_results(capture).entries) == 2
