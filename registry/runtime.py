@@ -20,11 +20,12 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, TypeVar
 
+from tuned_kernels.registry.compiled_batch import CompiledKernelBatch
 from tuned_kernels.registry.settings import Settings
 from tuned_kernels.registry.sources import LoadedSources
 
 from tuned_kernels import model
-from tuned_kernels.decision import Decision, candidates, compiled_kernel_entry, decide, measured_entry
+from tuned_kernels.decision import Decision, candidates, decide, measured_entry
 from tuned_kernels.errors import TunedKernelsError, one_line, warn
 from tuned_kernels.inductor_edge import keys as inductor_keys
 from tuned_kernels.resolving import Compiled, Resolved
@@ -37,7 +38,6 @@ from tuned_kernels.triton_edge import cache_manager
 from tuned_kernels.triton_edge.interpreter import interpreting
 
 log = logging.getLogger("tuned_kernels")
-COMPILED_BATCH = 64  # compiled kernels a capture keeps in memory before writing them
 T = TypeVar("T")
 
 
@@ -75,9 +75,12 @@ class Registry:
         self.target: model.Target | None = None
         self.compiler: model.CompilerFingerprint | None = None
         self.overlay_path: Path | None = None
-        self._compiled_pending: list[model.Entry] = []  # capturing: compiled kernels not yet written
-        self._compiled_blobs: dict[str, bytes] = {}
-        self._exit_flush_registered = False
+        capture = self.settings.capture
+        self._compiled_batch = (
+            None
+            if capture is None
+            else CompiledKernelBatch(capture, lambda: self.header(model.Producer.CAPTURE), self._problem)
+        )
 
     # -- loading ----------------------------------------------------------------------------------------
 
@@ -332,33 +335,13 @@ class Registry:
                 )
 
     def record_compiled(self, artifact: model.Artifact, blobs: dict[str, bytes], name: str) -> None:
-        """Capturing: a kernel the program compiled outside tuning (a plain `@triton.jit` kernel, another
-        specialization of a winner, a kernel Inductor generated) goes into the capture file, to be served by
-        Triton's own cache key. Kept in memory and written COMPILED_BATCH at a time and at exit: written one
-        by one, each a rewrite of the file under its lock, they serialised Inductor's parallel compiles."""
-        with self._lock:
-            if not self._exit_flush_registered:
-                self._exit_flush_registered = True
-                atexit.register(self.flush_compiled)
-            self._compiled_pending.append(compiled_kernel_entry(name, artifact))
-            self._compiled_blobs.update(blobs)
-            full = len(self._compiled_pending) >= COMPILED_BATCH
-        if full:
-            self.flush_compiled()
+        """The cache manager's recorder when capturing: a kernel compiled outside tuning (compiled_batch.py)."""
+        if self._compiled_batch is not None:
+            self._compiled_batch.add(artifact, blobs, name)
 
     def flush_compiled(self) -> None:
-        """Writes the compiled kernels recorded so far into the capture file."""
-        with self._lock:
-            entries, blobs = self._compiled_pending, self._compiled_blobs
-            self._compiled_pending, self._compiled_blobs = [], {}
-        if not entries or self.settings.capture is None:
-            return
-        try:
-            overlay.add_to_overlay(
-                self.settings.capture, self.header(model.Producer.CAPTURE), entries, blobs, None
-            )
-        except Exception as exc:
-            self._problem(f"could not keep {len(entries)} compiled kernels: {one_line(str(exc))}")
+        if self._compiled_batch is not None:
+            self._compiled_batch.flush()
 
     def _compiled(
         self, config: model.Config, compiled: Callable[[model.Config], Compiled] | None

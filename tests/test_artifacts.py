@@ -241,7 +241,7 @@ def _recorded(capture: Path, count: int) -> Registry:
 def test_capture_writes_compiled_kernels_in_batches_not_one_rewrite_each(tmp_path: Path) -> None:
     """Inductor compiles hundreds of kernels, from several threads: each written on its own rewrote the
     capture file under its lock and serialised the compiles."""
-    from tuned_kernels.registry import runtime
+    from tuned_kernels.registry import compiled_batch
 
     capture = tmp_path / "captured.pb.zst"
     registry = _recorded(capture, 3)
@@ -254,8 +254,8 @@ def test_capture_writes_compiled_kernels_in_batches_not_one_rewrite_each(tmp_pat
         "compiled:kernel2",
     ]
     assert len(kept.blobs) == 4  # three binaries and their (identical) metadata, stored once
-    _recorded(capture, runtime.COMPILED_BATCH)  # a full batch is written at once, without a flush
-    assert len(read_results(capture).entries) == runtime.COMPILED_BATCH  # kernel0..2 again: the same slots
+    _recorded(capture, compiled_batch.BATCH)  # a full batch is written at once, without a flush
+    assert len(read_results(capture).entries) == compiled_batch.BATCH  # kernel0..2 again: the same slots
 
 
 def test_compiled_kernels_held_back_are_written_when_the_program_exits(tmp_path: Path) -> None:
