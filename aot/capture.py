@@ -71,13 +71,7 @@ def _add_inductor_configs(work: Path, inductor_cache: Path) -> None:
 
     entries = autotune_cache.harvest(inductor_cache)
     if entries:
-        add_to_overlay(work, capture_header(), entries, {}, None)
+        from tuned_kernels.aot.tune_command import header_now
+        from tuned_kernels.hardware import detect
 
-
-def capture_header() -> model.Header:
-    from tuned_kernels.hardware import compiler_fingerprint, detect
-
-    from tuned_kernels.version import TOOL_VERSION
-
-    target = detect()
-    return model.Header(target, compiler_fingerprint(target), model.Producer.CAPTURE, TOOL_VERSION, utc_now())
+        add_to_overlay(work, header_now(detect(), model.Producer.CAPTURE, utc_now()), entries, {}, None)

@@ -6,6 +6,7 @@ from typing import Any
 
 from tuned_kernels import model
 from tuned_kernels.errors import BundleError
+from tuned_kernels.inductor_edge import keys as inductor_keys
 from tuned_kernels.naming import distribution_name
 
 
@@ -110,20 +111,17 @@ def results_table(results: model.Results) -> str:
     return "\n".join(lines)
 
 
-INDUCTOR = "inductor."  # torch.compile's entries (tuned_kernels/inductor_edge/keys.py names them)
-
-
 def _kernel_label(name: str) -> str:
     """A Triton kernel by its function's name; Inductor's entries by their whole name (inductor.mm)."""
-    return name if name.startswith(INDUCTOR) else name.rsplit(".", 1)[-1]
+    return name if name.startswith(inductor_keys.PREFIX) else name.rsplit(".", 1)[-1]
 
 
 def _config_label(entry: model.Entry) -> str:
     """Inductor's GEMM choices read template first (`triton::mm BLOCK_M=128 ... warps=8 stages=5`, or
     just `aten::mm`: an ATen kernel has no launch parameters of ours)."""
     kwargs = dict(entry.best.kwargs)
-    template = kwargs.pop("template_id", None)
-    if not entry.kernel.name.startswith(INDUCTOR) or not isinstance(template, str):
+    template = kwargs.pop(inductor_keys.TEMPLATE, None)
+    if not entry.kernel.name.startswith(inductor_keys.PREFIX) or not isinstance(template, str):
         return entry.best.describe()
     if template.startswith("aten::"):
         return template
