@@ -12,7 +12,7 @@ from collections.abc import Iterator
 from tuned_kernels.registry.runtime import Registry
 from tuned_kernels.registry.settings import Settings
 
-from tuned_kernels import resolving
+from tuned_kernels import model, resolving
 from tuned_kernels.inductor_edge import hooks as inductor_hooks
 from tuned_kernels.triton_edge import autotuner, cache_manager
 
@@ -25,7 +25,7 @@ def enable(settings: Settings | None = None) -> Registry:
         registry = Registry(settings or Settings.from_environ(os.environ))
         resolving.install(registry)
     autotuner.patch()
-    inductor_hooks.install_when_imported(registry.stored)
+    inductor_hooks.install_when_imported(_stored)
     return registry
 
 
@@ -34,6 +34,12 @@ def disable() -> None:
     autotuner.unpatch()
     cache_manager.uninstall()
     inductor_hooks.uninstall()
+
+
+def _stored(identity: model.KernelIdentity) -> list[model.Entry]:
+    """The bundles' entries for a kernel, from the registry installed when Inductor asks (none if none)."""
+    registry = installed_registry()
+    return registry.stored(identity) if registry is not None else []
 
 
 def is_enabled() -> bool:

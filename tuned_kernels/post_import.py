@@ -20,6 +20,10 @@ def when_imported(name: str, then: Callable[[ModuleType], None]) -> None:
     module = sys.modules.get(name)
     if module is not None:
         then(module)
+        return
+    waiting = [f for f in sys.meta_path if isinstance(f, _AfterImport) and f.name == name]
+    if waiting:  # one finder per module: a second would never be asked, and stay in sys.meta_path
+        waiting[0].callbacks.append(then)
     else:
         sys.meta_path.insert(0, _AfterImport(name, then))
 
@@ -27,7 +31,7 @@ def when_imported(name: str, then: Callable[[ModuleType], None]) -> None:
 class _AfterImport(importlib.abc.MetaPathFinder, importlib.abc.Loader):
     def __init__(self, name: str, then: Callable[[ModuleType], None]) -> None:
         self.name = name
-        self.then = then
+        self.callbacks = [then]  # in the order they were asked for
 
     def find_spec(
         self, fullname: str, path: Any, target: Any = None
@@ -47,7 +51,8 @@ class _AfterImport(importlib.abc.MetaPathFinder, importlib.abc.Loader):
 
     def exec_module(self, module: ModuleType) -> None:
         self._loader.exec_module(module)
-        try:
-            self.then(module)
-        except Exception as exc:  # never break the user's program
-            print(f"tuned-kernels: not enabled: {type(exc).__name__}: {exc}", file=sys.stderr)
+        for then in self.callbacks:
+            try:
+                then(module)
+            except Exception as exc:  # never break the user's program
+                print(f"tuned-kernels: not enabled: {type(exc).__name__}: {exc}", file=sys.stderr)
