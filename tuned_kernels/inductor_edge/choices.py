@@ -142,12 +142,12 @@ def _remember(resolver: resolving.Resolver, timings: dict[Any, float]) -> None:
         _recorded[entry.slot] = _Recorded(measured, winner.decision, entry.best)
 
 
-def remember_final_choice(caller: Any) -> None:
+def remember_final_choice(resolver: resolving.Resolver, caller: Any) -> None:
     """The scheduler's final choice for a GEMM whose epilogue it benchmarked fused: a Triton template that
     may be slower alone than the recorded winner, but faster with the epilogue in it. It replaces the
     winner, so that a served process fuses the same way (and generates the same kernels)."""
-    resolver, missed = resolving.current(), _missed_of(caller)
-    if resolver is None or missed is None:
+    missed = _missed_of(caller)
+    if missed is None:
         return
     recorded = _recorded.get(model.slot_of(missed.identity, missed.key))
     if recorded is None or recorded.best == missed.config or missed.config not in recorded.timings:
@@ -170,7 +170,7 @@ def watch_final_choices() -> None:
         resolver = resolving.current()
         if resolver is not None:
             with _never_breaking_the_compile(resolver, "remember Inductor's final GEMM choice"):
-                remember_final_choice(caller)
+                remember_final_choice(resolver, caller)
 
     finalize_as_triton_caller.tuned_kernels_wrapped = True  # type: ignore[attr-defined]
     MultiTemplateBuffer.finalize_as_triton_caller = finalize_as_triton_caller  # type: ignore[method-assign]
