@@ -13,6 +13,7 @@ import os
 import re
 import subprocess
 import sys
+import time
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -24,7 +25,7 @@ from tuned_kernels.registry.settings import Settings
 from tests import factories
 from tuned_kernels import model, resolving
 from tuned_kernels.errors import TunedKernelsWarning
-from tuned_kernels.inductor_edge import autotune_cache, hooks, keys
+from tuned_kernels.inductor_edge import autotune_cache, choices, hooks, keys
 from tuned_kernels.results import read_results, write_results
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -122,6 +123,47 @@ def test_stored_choice_is_served_when_inductor_offers_it(serving: Path) -> None:
     registry = Registry(Settings())
     _compile_mm(registry)
     assert (registry.stats.hits, registry.stats.served_from) == (1, {str(serving): 1})
+
+
+def _slow_mm(a: torch.Tensor, b: torch.Tensor, out: torch.Tensor) -> None:
+    time.sleep(0.02)  # never the winner: a missed key's winner is one of the template choices
+    torch.mm(a, b, out=out)
+
+
+def _compile_two_mms(registry: Registry) -> None:
+    """One graph, two GEMMs with the same key."""
+    import torch._inductor.config as inductor_config
+
+    a, b = torch.randn(64, 256), torch.randn(256, 128)
+
+    def two(x: torch.Tensor, y: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+        return x @ y, (x * 2) @ y
+
+    with (
+        resolving.installed(registry),
+        inductor_config.patch(force_disable_caches=True, external_matmul=[_slow_mm]),
+    ):
+        out = torch.compile(two, mode="max-autotune")(a, b)
+    torch.testing.assert_close(out, two(a, b))
+
+
+def test_a_choice_stored_for_one_gemm_of_a_graph_is_served_to_that_gemm_alone(serving: Path) -> None:
+    """GEMMs of one graph may share a key and still end differently (Inductor fused an epilogue into one of
+    them): a choice stored for the key's second GEMM in the graph serves that GEMM; the first, which the
+    bundle lacks, Inductor autotunes."""
+    at_second = dataclasses.replace(_mm_entry("aten::mm"), key=choices.at_occurrence(MM_KEY, 1))
+    write_results(serving, model.Results(_header(torch.__version__), (at_second,)))
+    registry = Registry(Settings())
+    _compile_two_mms(registry)
+    assert (registry.stats.hits, registry.stats.misses) == (1, 1)
+    assert registry.stats.missed_keys == [("inductor.mm", MM_KEY)]
+
+
+def test_a_choice_stored_for_a_key_serves_each_of_its_gemms_without_one_of_their_own(serving: Path) -> None:
+    write_results(serving, model.Results(_header(torch.__version__), (_mm_entry("aten::mm"),)))
+    registry = Registry(Settings())
+    _compile_two_mms(registry)
+    assert (registry.stats.hits, registry.stats.misses) == (2, 0)
 
 
 def test_choices_made_with_another_torch_are_rejected_with_the_reason(serving: Path) -> None:
@@ -247,6 +289,51 @@ def test_a_final_choice_replaces_the_faster_winner_recorded_before_it(
     (held,) = read_results(registry.overlay_path).entries
     assert (held.best, held.best_time_ms) == (triton, 0.012)
     assert Registry(Settings()).serve(identity, MM_KEY, lambda _: True).configs == (triton,)
+
+
+class _Choice:
+    """What the Inductor edge reads of a `KernelTemplateChoice` (its template and parameters), and of the
+    caller Inductor makes of it (`annotations["ktc"]`)."""
+
+    def __init__(self, template: str, **params: model.Scalar) -> None:
+        self.template = dataclasses.make_dataclass("Template", [("uid", str)])(template)
+        self.params = dataclasses.make_dataclass("Params", [("to_kwargs", object)])(lambda: params)
+        self.annotations = {"ktc": self}
+
+
+class _Graph:
+    """Stands for a graph Inductor lowers (`V.graph`)."""
+
+
+def test_a_final_choice_other_than_the_winner_is_remembered_for_its_gemm_alone(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Inductor timed a GEMM's choices, ATen's mm won, but its scheduler finally took a Triton template
+    (it fused an epilogue into it): that GEMM's occurrence in the graph gets the template, the key ATen's mm,
+    and a graph compiled later with two GEMMs of the key gets the template for the first, the mm for the
+    second."""
+    from torch._inductor.virtualized import V
+
+    monkeypatch.setenv("TUNED_KERNELS_PATH", str(tmp_path / "no-bundles"))
+    monkeypatch.setenv("TUNED_KERNELS_CACHE_DIR", str(tmp_path / "overlay"))
+    monkeypatch.setattr(choices, "key_of", lambda _: MM_KEY)
+    registry = Registry(Settings())
+
+    def lowered(graph: object) -> tuple[_Choice, _Choice, _Choice | None]:
+        aten, triton = _Choice("aten::mm"), _Choice("triton::mm", BLOCK_M=64, num_warps=4, num_stages=3)
+        with V.set_graph_handler(graph):  # type: ignore[arg-type]
+            return aten, triton, choices._serve(registry, {"aten": [aten], "triton": [triton]}, None, "mm")
+
+    aten, triton, served = lowered(_Graph())
+    assert served is None  # missed: Inductor times the choices
+    with resolving.installed(registry):
+        choices.remember_timings({aten: 0.010, triton: 0.012}, "mm", [], [], dict)
+    choices.remember_final_choice(registry, triton)
+    assert registry.overlay_path is not None
+    held = {e.key: dict(e.best.kwargs)[keys.TEMPLATE] for e in read_results(registry.overlay_path).entries}
+    assert held == {MM_KEY: "aten::mm", choices.at_occurrence(MM_KEY, 0): "triton::mm"}
+    later = _Graph()
+    assert [lowered(later)[2].template.uid for _ in range(2)] == ["triton::mm", "aten::mm"]  # type: ignore[union-attr]
 
 
 def test_a_failure_inside_the_hooks_leaves_inductors_choice_with_one_warning(

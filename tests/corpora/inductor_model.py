@@ -1,12 +1,15 @@
 """A torch.compile program for the GPU: `python inductor_model.py MODEL MODE`, MODEL one of MODELS, MODE
 `max-autotune` or `default`. Runs the model once (the first call: compiling and Inductor's autotuning) and
 then for a steady state, checks the output against eager PyTorch, and prints one JSON line: first-call
-seconds, the GEMM autotunings Inductor ran (counted by its own feedback savers) and ms per step."""
+seconds, the GEMM autotunings Inductor ran (counted by its own feedback savers) and ms per step.
+With INDUCTOR_MODEL_CODE=path, it also writes there the kernels of the code Inductor generated, in order:
+its Triton kernels by name and the extern kernels (ATen's GEMMs) it calls."""
 
 from __future__ import annotations
 
 import json
 import os
+import re
 import sys
 import time
 
@@ -53,11 +56,30 @@ def model(name: str) -> tuple[nn.Module, int]:
         return nn.Sequential(MLPBlock(4096, 11008), MLPBlock(4096, 11008), nn.Linear(4096, 2048)), 4096
     if name == "llama":
         return nn.Sequential(*(DecoderBlock(4096, 11008, 32) for _ in range(4))), 4096
+    if name == "llama-small":  # for tests: GEMMs sharing keys (q, k, v; gate, up), in two blocks
+        return nn.Sequential(*(DecoderBlock(1024, 2816, 8) for _ in range(2))), 1024
     if name == "small":  # for tests: quick to autotune
         return nn.Sequential(MLPBlock(1024, 2816)), 1024
     if name == "small+new":
         return nn.Sequential(MLPBlock(1024, 2816), nn.Linear(1024, 512)), 1024
     raise SystemExit(f"unknown model {name}")
+
+
+def first_call(compiled: nn.Module, x: torch.Tensor) -> torch.Tensor:
+    path = os.environ.get("INDUCTOR_MODEL_CODE")
+    if not path:
+        return compiled(x)  # type: ignore[no-any-return]
+    from torch._inductor.utils import run_and_get_code
+
+    out, sources = run_and_get_code(compiled, x)
+    code = "\n".join(sources)
+    kernels = {
+        "triton": re.findall(r"^(triton_\w+) = async_compile\.triton\(", code, re.M),
+        "extern": re.findall(r"\bextern_kernels\.(\w+)\(", code),
+    }
+    with open(path, "w") as f:
+        json.dump(kernels, f)
+    return out  # type: ignore[no-any-return]
 
 
 def main() -> None:
@@ -74,7 +96,7 @@ def main() -> None:
     compiled = torch.compile(net, mode=mode)
     with torch.no_grad():
         t0 = time.perf_counter()
-        out = compiled(x)
+        out = first_call(compiled, x)
         torch.cuda.synchronize()
         first = time.perf_counter() - t0
         expected = net(x)

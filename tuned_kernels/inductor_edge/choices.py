@@ -5,12 +5,19 @@ still answers first; where it has nothing, the resolver decides. A hit narrows t
 stored config, found among the choices Inductor itself generated for these inputs (so nothing is benchmarked
 and nothing foreign is compiled); a miss leaves Inductor's choices as they are, and when Inductor has timed
 them the feedback saver hands the timings of the missed key back to the resolver, which remembers the winner.
+
+Several GEMMs of a graph may share one key (a model's q, k and v projections) and still end differently:
+Inductor's scheduler fuses an epilogue into a Triton template for one of them and keeps ATen's kernel for
+another. Such a final choice is remembered for that GEMM alone, at the key and its occurrence in the graph
+(`at_occurrence`), and served there before the key's winner, so a served graph is the captured graph.
 """
 
 from __future__ import annotations
 
 import contextlib
+import functools
 import weakref
+from collections import Counter
 from collections.abc import Callable, Generator, Iterator
 from dataclasses import dataclass
 from typing import Any
@@ -27,14 +34,14 @@ from tuned_kernels.inductor_edge.keys import config_of, identity_of, key_of
 class _Missed:
     identity: model.KernelIdentity
     key: model.TuningKey
+    occurrence_key: model.TuningKey
     config: model.Config
     decision: Decision
 
 
-@dataclass
+@dataclass(frozen=True)
 class _Recorded:
     timings: dict[model.Config, float]
-    decision: Decision
     best: model.Config
 
 
@@ -42,6 +49,22 @@ class _Recorded:
 _missed: weakref.WeakKeyDictionary[Any, _Missed] = weakref.WeakKeyDictionary()
 # what was recorded per missed key, in case the scheduler finally takes another of the timed choices
 _recorded: dict[model.EntrySlot, _Recorded] = {}
+# per graph being lowered, how many GEMMs of each key it has had
+_seen: weakref.WeakKeyDictionary[Any, Counter[model.TuningKey]] = weakref.WeakKeyDictionary()
+
+
+def at_occurrence(key: model.TuningKey, occurrence: int) -> model.TuningKey:
+    """The key of one GEMM: the `occurrence`-th (from 0) with this key in its graph."""
+    return (*key, f"occurrence {occurrence}")
+
+
+def _occurrence_key(key: model.TuningKey) -> model.TuningKey:
+    from torch._inductor.virtualized import V
+
+    seen = _seen.setdefault(V.graph, Counter())
+    occurrence = seen[key]
+    seen[key] += 1
+    return at_occurrence(key, occurrence)
 
 
 class TunedChoices(LookupTableChoices):
@@ -89,11 +112,13 @@ def _serve(
     if not own:
         return None
     identity, key = identity_of(op_name), key_of(kernel_inputs)
-    decision = resolver.serve(identity, key, own.__contains__)
-    if decision.served:
-        return own[decision.configs[0]]
+    occurrence_key = _occurrence_key(key)
+    for asked in (occurrence_key, key):
+        decision = resolver.serve(identity, asked, own.__contains__)
+        if decision.served:
+            return own[decision.configs[0]]
     for config, ktc in own.items():
-        _missed[ktc] = _Missed(identity, key, config, decision)
+        _missed[ktc] = _Missed(identity, key, occurrence_key, config, decision)
     return None
 
 
@@ -139,41 +164,53 @@ def _remember(resolver: resolving.Resolver, timings: dict[Any, float]) -> None:
             measured[missed.config] = float(ms)
     entry = resolver.record(winner.identity, winner.key, measured, winner.decision)
     if entry is not None:
-        _recorded[entry.slot] = _Recorded(measured, winner.decision, entry.best)
+        _recorded[entry.slot] = _Recorded(measured, entry.best)
 
 
 def remember_final_choice(resolver: resolving.Resolver, caller: Any) -> None:
-    """The scheduler's final choice for a GEMM whose epilogue it benchmarked fused: a Triton template that
-    may be slower alone than the recorded winner, but faster with the epilogue in it. It replaces the
-    winner, so that a served process fuses the same way (and generates the same kernels)."""
+    """The scheduler's final choice for a GEMM, where it is not the key's recorded winner: a Triton template
+    slower alone but faster with an epilogue fused into it, or ATen's kernel where the winning template's
+    layout conflicts with its inputs'. It is remembered for that GEMM's occurrence in the graph, so that a
+    served process takes it there (and generates the same kernels), and the key's other GEMMs the winner."""
     missed = _missed_of(caller)
     if missed is None:
         return
     recorded = _recorded.get(model.slot_of(missed.identity, missed.key))
     if recorded is None or recorded.best == missed.config or missed.config not in recorded.timings:
         return
-    recorded.best = missed.config
-    resolver.record(missed.identity, missed.key, recorded.timings, recorded.decision, chosen=missed.config)
+    resolver.record(
+        missed.identity, missed.occurrence_key, recorded.timings, missed.decision, chosen=missed.config
+    )
 
 
 def watch_final_choices() -> None:
-    """Inductor has no hook for the scheduler's final choice among a GEMM's templates, so its one method
-    that takes it (`MultiTemplateBuffer.finalize_as_triton_caller`) is wrapped, once per process."""
+    """Inductor has no hook for the scheduler's final choice among a GEMM's timed choices, so the two
+    methods that take one are wrapped, once per process: `MultiTemplateBuffer.finalize_as_triton_caller`
+    (a Triton template) and `ExternKernelCaller.output_node` (ATen's kernel)."""
     from torch._inductor.ir import MultiTemplateBuffer
+    from torch._inductor.select_algorithm import ExternKernelCaller
 
-    original = MultiTemplateBuffer.finalize_as_triton_caller
+    _after(MultiTemplateBuffer, "finalize_as_triton_caller", lambda _buffer, caller: caller)
+    _after(ExternKernelCaller, "output_node", lambda caller: caller)
+
+
+def _after(cls: type, method: str, caller_of: Callable[..., Any]) -> None:
+    """Wraps `cls.method`: once it has run, the caller it took is remembered as a final choice."""
+    original = getattr(cls, method)
     if getattr(original, "tuned_kernels_wrapped", False):
         return
 
-    def finalize_as_triton_caller(self: Any, caller: Any) -> None:
-        original(self, caller)
+    @functools.wraps(original)
+    def wrapped(*args: Any) -> Any:
+        result = original(*args)
         resolver = resolving.current()
         if resolver is not None:
             with _never_breaking_the_compile(resolver, "remember Inductor's final GEMM choice"):
-                remember_final_choice(resolver, caller)
+                remember_final_choice(resolver, caller_of(*args))
+        return result
 
-    finalize_as_triton_caller.tuned_kernels_wrapped = True  # type: ignore[attr-defined]
-    MultiTemplateBuffer.finalize_as_triton_caller = finalize_as_triton_caller  # type: ignore[method-assign]
+    wrapped.tuned_kernels_wrapped = True  # type: ignore[attr-defined]
+    setattr(cls, method, wrapped)
 
 
 def _missed_of(caller: Any) -> _Missed | None:
