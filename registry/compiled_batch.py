@@ -1,12 +1,18 @@
 """Capturing: the kernels a program compiles outside tuning (plain `@triton.jit` kernels, other
 specializations of winners, the kernels Inductor generates) go into the capture file, to be served by
 Triton's own cache key. They are held in memory and written `BATCH` at a time and at exit: written one by
-one, each a rewrite of the file under its lock, they serialised Inductor's parallel compiles."""
+one, each a rewrite of the file under its lock, they serialised Inductor's parallel compiles.
+
+Except in a process that `multiprocessing` started (Inductor compiles its generated kernels in such
+workers): it ends without running atexit, so each kernel it compiles is written at once."""
 
 from __future__ import annotations
 
 import atexit
+import multiprocessing
+import os
 import threading
+import weakref
 from collections.abc import Callable
 from pathlib import Path
 
@@ -29,6 +35,13 @@ class CompiledKernelBatch:
         self._entries: list[model.Entry] = []
         self._blobs: dict[str, bytes] = {}
         self._flush_at_exit = False
+        at_fork = weakref.WeakMethod(self._forget_the_parents)
+        os.register_at_fork(after_in_child=lambda: (at_fork() or (lambda: None))())
+
+    def _forget_the_parents(self) -> None:
+        """In a forked child: the kernels held are the parent's to write, and its lock may have been held."""
+        self._lock = threading.Lock()
+        self._entries, self._blobs = [], {}
 
     def add(self, artifact: model.Artifact, blobs: dict[str, bytes], name: str) -> None:
         with self._lock:
@@ -37,7 +50,7 @@ class CompiledKernelBatch:
                 atexit.register(self.flush)
             self._entries.append(compiled_kernel_entry(name, artifact))
             self._blobs.update(blobs)
-            full = len(self._entries) >= BATCH
+            full = len(self._entries) >= BATCH or multiprocessing.parent_process() is not None
         if full:
             self.flush()
 

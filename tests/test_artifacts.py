@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import dataclasses
 import hashlib
+import multiprocessing
 import os
 import subprocess
 import sys
@@ -263,3 +264,22 @@ def test_compiled_kernels_held_back_are_written_when_the_program_exits(tmp_path:
     program = f"from tests.test_artifacts import _recorded; _recorded(__import__('pathlib').Path({str(capture)!r}), 2)"
     subprocess.run([sys.executable, "-c", program], check=True, cwd=Path(__file__).resolve().parents[1])
     assert len(read_results(capture).entries) == 2
+
+
+def _record_in_worker(registry: Registry) -> None:
+    item, blobs = factories.with_artifact(factories.entry(key=(99, "torch.float16")), payload=b"cubin w")
+    registry.record_compiled(item.artifacts[0], blobs, "in-worker")
+
+
+def test_kernels_compiled_in_a_multiprocessing_worker_are_written_at_once(tmp_path: Path) -> None:
+    """Inductor compiles the kernels it generates in forked workers, which end without running atexit: each
+    kernel a worker compiles is written at once; what the parent held when it forked stays its own to write."""
+    capture = tmp_path / "captured.pb.zst"
+    registry = _recorded(capture, 2)  # held, not yet written
+    worker = multiprocessing.get_context("fork").Process(target=_record_in_worker, args=(registry,))
+    worker.start()
+    worker.join()
+    assert worker.exitcode == 0
+    assert [e.kernel.name for e in read_results(capture).entries] == ["compiled:in-worker"]
+    registry.flush_compiled()
+    assert len(read_results(capture).entries) == 3
