@@ -335,8 +335,9 @@ class Registry:
                 )
 
     def record_compiled(self, artifact: model.Artifact, blobs: dict[str, bytes], name: str) -> None:
-        """The cache manager's recorder when capturing: a kernel compiled outside tuning (compiled_batch.py)."""
-        if self._compiled_batch is not None:
+        """The cache manager's recorder when capturing: a kernel compiled outside tuning (compiled_batch.py),
+        but not one Inductor compiles only to time it (hundreds, never compiled again when served)."""
+        if self._compiled_batch is not None and not inductor_keys.compiled_only_to_time(name):
             self._compiled_batch.add(artifact, blobs, name)
 
     def flush_compiled(self) -> None:

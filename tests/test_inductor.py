@@ -336,6 +336,32 @@ def test_a_final_choice_other_than_the_winner_is_remembered_for_its_gemm_alone(
     assert [lowered(later)[2].template.uid for _ in range(2)] == ["triton::mm", "aten::mm"]  # type: ignore[union-attr]
 
 
+def test_capture_keeps_the_kernels_of_inductors_code_not_those_it_compiled_only_to_time(
+    tmp_path: Path,
+) -> None:
+    """max-autotune compiles hundreds of template candidates and tried fusions, in its compile workers; a
+    served process never compiles them again, so the capture keeps only the kernels of the generated code."""
+    capture = tmp_path / "captured.pb.zst"
+    registry = Registry(Settings(capture=capture))
+    names = [
+        "triton_mm",
+        "triton_bmm",
+        "triton_",
+        "triton_tem_fused_addmm_gelu_t_2",
+        "triton_poi_fused_gelu_3",
+    ]
+    for i, name in enumerate(names):
+        item, blobs = factories.with_artifact(
+            factories.entry(key=(i, "torch.float16")), payload=name.encode()
+        )
+        registry.record_compiled(item.artifacts[0], blobs, name)
+    registry.flush_compiled()
+    assert sorted(e.kernel.name for e in read_results(capture).entries) == [
+        "compiled:triton_poi_fused_gelu_3",
+        "compiled:triton_tem_fused_addmm_gelu_t_2",
+    ]
+
+
 def test_a_failure_inside_the_hooks_leaves_inductors_choice_with_one_warning(
     serving: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:

@@ -11,6 +11,8 @@ from __future__ import annotations
 
 import functools
 import hashlib
+import re
+import sys
 from typing import Any
 
 from tuned_kernels import model
@@ -45,3 +47,13 @@ def config_of(ktc: Any) -> model.Config | None:
     launch = {k: params.pop(k) for k in ("num_warps", "num_stages") if isinstance(params.get(k), int)}
     params[TEMPLATE] = ktc.template.uid
     return model.Config.of(params, **launch)
+
+
+_TIMED_ONLY = re.compile(r"triton_[a-z_]*")  # triton_mm, triton_bmm, triton_ (a fusion tried), ...
+
+
+def compiled_only_to_time(kernel_name: str) -> bool:
+    """Whether a Triton kernel compiled in this process is one Inductor compiles only to time it: a GEMM
+    template's candidate config or a fusion it tries. Those are named after the template alone; the kernels
+    of the code Inductor generates are numbered (`triton_poi_fused_gelu_3`, `triton_tem_fused_mm_7`)."""
+    return "torch._inductor" in sys.modules and _TIMED_ONLY.fullmatch(kernel_name) is not None
