@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import functools
 import hashlib
-import re
 import sys
 from typing import Any
 
@@ -49,11 +48,13 @@ def config_of(ktc: Any) -> model.Config | None:
     return model.Config.of(params, **launch)
 
 
-_TIMED_ONLY = re.compile(r"triton_[a-z_]*")  # triton_mm, triton_bmm, triton_ (a fusion tried), ...
-
-
 def compiled_only_to_time(kernel_name: str) -> bool:
     """Whether a Triton kernel compiled in this process is one Inductor compiles only to time it: a GEMM
-    template's candidate config or a fusion it tries. Those are named after the template alone; the kernels
-    of the code Inductor generates are numbered (`triton_poi_fused_gelu_3`, `triton_tem_fused_mm_7`)."""
-    return "torch._inductor" in sys.modules and _TIMED_ONLY.fullmatch(kernel_name) is not None
+    template's candidate config, named after the template (`triton_mm`), or a fusion it tries (`triton_`).
+    The kernels of the code Inductor generates are numbered (`triton_tem_fused_mm_7`), and a program's own
+    kernels are not named after one of Inductor's templates."""
+    if kernel_name == "triton_":
+        return "torch._inductor" in sys.modules
+    select_algorithm = sys.modules.get("torch._inductor.select_algorithm")
+    templates = getattr(getattr(select_algorithm, "TritonTemplate", None), "all_templates", {})
+    return kernel_name.startswith("triton_") and kernel_name.removeprefix("triton_") in templates
