@@ -166,6 +166,30 @@ def test_a_choice_stored_for_a_key_serves_each_of_its_gemms_without_one_of_their
     assert (registry.stats.hits, registry.stats.misses) == (2, 0)
 
 
+def test_a_lookup_table_the_program_set_answers_before_the_bundles(
+    serving: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Inductor's own look-up table (`config.lookup_table.table`, read on CUDA devices only: here its device
+    key is made to say "this device" too) answers first; the resolver is asked only where it has nothing."""
+    import torch._inductor.config as inductor_config
+    from torch._inductor.lookup_table import LookupTableChoices
+
+    write_results(serving, model.Results(_header(torch.__version__), (_mm_entry("aten::mm"),)))
+    monkeypatch.setattr(LookupTableChoices, "_get_device_key", staticmethod(lambda device: "this device"))
+    monkeypatch.setattr(
+        LookupTableChoices, "_get_lookup_table", lambda self: inductor_config.lookup_table.table
+    )
+    table = {f"{MM_KEY[0]}+mm": [{"template_id": "aten::mm"}]}
+    registry = Registry(Settings())
+    with inductor_config.patch({"lookup_table.table": table}):
+        _compile_mm(registry)
+    assert (registry.stats.hits, registry.stats.misses) == (0, 0)  # never asked
+    torch._dynamo.reset()
+    with inductor_config.patch({"lookup_table.table": {"another key+mm": [{"template_id": "aten::mm"}]}}):
+        _compile_mm(registry)
+    assert registry.stats.hits == 1
+
+
 def test_choices_made_with_another_torch_are_rejected_with_the_reason(serving: Path) -> None:
     foreign = dataclasses.replace(
         _mm_entry("aten::mm"),
