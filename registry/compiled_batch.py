@@ -35,8 +35,14 @@ class CompiledKernelBatch:
         self._entries: list[model.Entry] = []
         self._blobs: dict[str, bytes] = {}
         self._flush_at_exit = False
-        at_fork = weakref.WeakMethod(self._forget_the_parents)
-        os.register_at_fork(after_in_child=lambda: (at_fork() or (lambda: None))())
+        forget = weakref.WeakMethod(self._forget_the_parents)  # the hook must not keep the batch alive
+
+        def in_forked_child() -> None:
+            method = forget()
+            if method is not None:
+                method()
+
+        os.register_at_fork(after_in_child=in_forked_child)
 
     def _forget_the_parents(self) -> None:
         """In a forked child: the kernels held are the parent's to write, and its lock may have been held."""
