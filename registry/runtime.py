@@ -14,7 +14,9 @@ import contextlib
 import dataclasses
 import json
 import logging
+import os
 import threading
+import weakref
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -30,11 +32,11 @@ from tuned_kernels.errors import TunedKernelsError, one_line, warn
 from tuned_kernels.inductor_edge import keys as inductor_keys
 from tuned_kernels.resolving import Compiled, Resolved
 from tuned_kernels.results import overlay
-from tuned_kernels.results.discovery import discover
+from tuned_kernels.results.discovery import OpenedBundles, open_installed
 from tuned_kernels.results.view import ResultsView
 from tuned_kernels.selection import BundleCandidate, Selection, select_bundles
 from tuned_kernels.timestamps import utc_now
-from tuned_kernels.triton_edge import cache_manager
+from tuned_kernels.triton_edge import cache_manager, host_modules
 from tuned_kernels.triton_edge.interpreter import interpreting
 
 log = logging.getLogger("tuned_kernels")
@@ -64,6 +66,18 @@ class Registry:
         self.settings = settings or Settings()
         self._lock = threading.RLock()
         self._loaded = False
+        self._opened: OpenedBundles | None = None
+        self._open_lock = threading.Lock()
+        self.host_modules: host_modules.BuildReport | None = None  # what the warm-up built
+        self.warmup: threading.Thread | None = None
+        reset = weakref.WeakMethod(self._after_fork)  # the hook must not keep the registry alive
+
+        def in_forked_child() -> None:
+            method = reset()
+            if method is not None:
+                method()
+
+        os.register_at_fork(after_in_child=in_forked_child)
         self.broken = False  # could not start: decides every key a miss, writes nothing
         self.stats = Stats()
         self.selection = Selection((), (), ())
@@ -97,20 +111,13 @@ class Registry:
     def _load(self) -> None:
         from tuned_kernels.hardware import compiler_fingerprint, detect
 
-        from tuned_kernels.results import open_results
-
         self.target = target = detect()
         self.compiler = compiler = compiler_fingerprint(target)
-        views: dict[str, ResultsView] = {}
-        found_bundles = []
-        for found in discover():
-            try:
-                view = views[str(found.path)] = open_results(found.path)
-            except TunedKernelsError as exc:
-                named = "" if found.source == str(found.path) else f" of {found.source}"
-                self._problem(f"skipping bundle{named}: {exc}")
-                continue
-            found_bundles.append(BundleCandidate(found.source, str(found.path), view.header))
+        opened = self.opened_bundles()
+        for message in opened.problems:
+            self._problem(message)
+        views = opened.views
+        found_bundles = [BundleCandidate(source, path, views[path].header) for source, path in opened.found]
         self.selection = select_bundles(target, compiler, found_bundles)
         self.overlay_path = shared = overlay.overlay_path(target, compiler)
         self.sources = LoadedSources(
@@ -125,6 +132,20 @@ class Registry:
         self._log_selection()
         if self.settings.report is not None:
             atexit.register(self._write_report, self.settings.report)
+
+    def _after_fork(self) -> None:
+        """In a forked child the warm-up thread is gone, and may have held the lock of the bundles it was
+        opening: the child opens them itself."""
+        self._open_lock = threading.Lock()
+        self.warmup = None
+
+    def opened_bundles(self) -> OpenedBundles:
+        """The installed bundles, discovered and opened once per registry (by whichever thread asks first:
+        the warm-up opens them in the background, before the first kernel needs them); no GPU is touched."""
+        with self._open_lock:
+            if self._opened is None:
+                self._opened = open_installed()
+            return self._opened
 
     def _load_compiled_kernels(
         self, views: Mapping[str, ResultsView], target: model.Target, compiler: model.CompilerFingerprint
@@ -389,6 +410,7 @@ class Registry:
                 "served": self.store.served,
                 "failed": self.store.failed,
             },
+            "host_modules_built_ahead": dataclasses.asdict(self.host_modules) if self.host_modules else None,
             "missed_kernels": dict(self.stats.missed_kernels),
             "problems": list(self.problems),
         }

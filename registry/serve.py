@@ -1,6 +1,7 @@
 """Turning serving on and off: `enable()` builds a `Registry` from the environment's settings, installs it
-as this process's resolver, patches Triton's autotuner through the Triton edge and sets Inductor's choices
-hook through the Inductor edge (once Inductor is imported); `disable()` undoes them.
+as this process's resolver, starts its warm-up (warmup.py), patches Triton's autotuner through the Triton
+edge and sets Inductor's choices hook through the Inductor edge (once Inductor is imported); `disable()`
+undoes them.
 Tests build their own `Registry` and install it with `resolving.installed` instead."""
 
 from __future__ import annotations
@@ -9,6 +10,7 @@ import contextlib
 import os
 from collections.abc import Iterator
 
+from tuned_kernels.registry import warmup
 from tuned_kernels.registry.runtime import Registry
 from tuned_kernels.registry.settings import Settings
 
@@ -24,6 +26,8 @@ def enable(settings: Settings | None = None) -> Registry:
     if registry is None or settings is not None:
         registry = Registry(settings or Settings.from_environ(os.environ))
         resolving.install(registry)
+        if registry.settings.warmup and registry.settings.capture is None:
+            registry.warmup = warmup.start(registry)
     autotuner.patch()
     inductor_hooks.install_when_imported(_stored)
     return registry

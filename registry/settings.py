@@ -1,5 +1,6 @@
 """How a registry serves, read once from the environment where the registry is enabled (never from inside
-it): TUNED_KERNELS_ON_MISS, TUNED_KERNELS_STALE, TUNED_KERNELS_CAPTURE, TUNED_KERNELS_REPORT."""
+it): TUNED_KERNELS_ON_MISS, TUNED_KERNELS_STALE, TUNED_KERNELS_CAPTURE, TUNED_KERNELS_REPORT,
+TUNED_KERNELS_WARMUP."""
 
 from __future__ import annotations
 
@@ -15,6 +16,7 @@ CAPTURE_ENV = "TUNED_KERNELS_CAPTURE"  # a results file to record every decision
 REPORT_ENV = (
     "TUNED_KERNELS_REPORT"  # a file each process appends its hits and misses to (tuned-kernels coverage)
 )
+WARMUP_ENV = "TUNED_KERNELS_WARMUP"  # 0: no background warm-up (Triton builds its host modules at launch)
 
 
 @dataclass(frozen=True)
@@ -25,6 +27,7 @@ class Settings:
     policy: Policy = field(default_factory=Policy)
     capture: Path | None = None
     report: Path | None = None
+    warmup: bool = True  # open bundles and build Triton's host modules in the background (warmup.py)
 
     @staticmethod
     def from_environ(environ: Mapping[str, str]) -> Settings:
@@ -35,4 +38,9 @@ class Settings:
             stale="seed" if environ.get(STALE_ENV) == "seed" else "reject",
             measure_always=bool(capture),
         )
-        return Settings(policy, Path(capture) if capture else None, Path(report) if report else None)
+        return Settings(
+            policy,
+            Path(capture) if capture else None,
+            Path(report) if report else None,
+            warmup=environ.get(WARMUP_ENV, "1").strip() != "0",
+        )

@@ -221,11 +221,13 @@ def test_a_captured_winner_compiles_from_a_launchs_arguments_after_its_own_pre_h
 
 
 def test_capture_records_every_kernel_triton_compiles_outside_benchmarking(tmp_path: Path) -> None:
-    """A plain @triton.jit kernel compiled with two constexprs is kept twice (its two specializations);
-    a compile made while configs are benchmarked is not (only a winner is kept of those)."""
+    """A plain @triton.jit kernel compiled with two constexprs is kept twice (its two specializations),
+    each with the argument types its host launcher is built from; a compile made while configs are
+    benchmarked is not (only a winner is kept of those)."""
     lines = compile_offline("record_compiles.py", tmp_path).split("\n")[:-1]
     assert [line.split()[:4] for line in lines] == [["fill", "cuda:90:32", "['cubin',", "'json']"]] * 2
-    assert len({line.split()[-1] for line in lines}) == 2  # two cache keys: two specializations
+    assert len({line.split()[-2] for line in lines}) == 2  # two cache keys: two specializations
+    assert [line.split()[-1] for line in lines] == ["*fp32,i32,constexpr,constexpr"] * 2
 
 
 def _recorded(capture: Path, count: int) -> Registry:

@@ -174,6 +174,43 @@ def test_a_captured_program_compiles_and_benchmarks_nothing_in_a_fresh_process(
     assert report["misses"] == 0 and report["hits"] >= 1, report
 
 
+def test_a_served_program_finds_tritons_host_modules_built_ahead(tmp_path: Path) -> None:
+    """The warm-up has Triton build its driver utilities and each captured kernel's launcher in the
+    background as serving starts; a program that launches after it finished runs no C compiler at all, in
+    an empty Triton cache."""
+    app = str(ROOT / "tests/corpora/captured_app.py")
+    bundle = tmp_path / "captured.pb.zst"
+    capture_env = {**os.environ, "TRITON_CACHE_DIR": str(tmp_path / "capture-cache")}
+    run = subprocess.run(
+        [sys.executable, "-m", "tuned_kernels", "capture", "-o", str(bundle), "--", sys.executable, app],
+        env=capture_env, capture_output=True, text=True, cwd=tmp_path,
+    )  # fmt: skip
+    assert run.returncode == 0, run.stderr[-3000:]
+    signatures = {a.host_signature for e in read_results(bundle).entries for a in e.artifacts}
+    assert signatures == {("*fp32", "*fp32", "i32", "constexpr", "constexpr"), ("*fp32", "i32", "constexpr")}
+    program = (
+        "import runpy, subprocess, sys, triton\n"  # importing Triton starts serving (TUNED_KERNELS=1)
+        "from tuned_kernels.registry import installed_registry\n"
+        "installed_registry().warmup.join()\n"
+        "compilers = []\n"
+        "real = subprocess.check_call\n"
+        "subprocess.check_call = lambda cmd, **kw: (compilers.append(cmd[0]), real(cmd, **kw))[1]\n"
+        f"sys.argv = [{app!r}]\n"
+        f"runpy.run_path({app!r}, run_name='__main__')\n"
+        "print('HOST', len(compilers), installed_registry().host_modules)\n"
+    )
+    serve_env = {
+        **os.environ,
+        "TUNED_KERNELS": "1",
+        "TUNED_KERNELS_PATH": str(bundle),
+        "TRITON_CACHE_DIR": str(tmp_path / "empty"),
+        "TUNED_KERNELS_CACHE_DIR": str(tmp_path / "o"),
+    }
+    out = subprocess.run([sys.executable, "-c", program], env=serve_env, capture_output=True, text=True)
+    assert out.returncode == 0, out.stderr[-3000:]
+    assert "COMPILED 0" in out.stdout and "HOST 0 BuildReport(built=3, failed=0" in out.stdout, out.stdout
+
+
 def test_torch_compile_max_autotune_served_from_a_capture_benchmarks_no_gemm(tmp_path: Path) -> None:
     """torch.compile(mode="max-autotune"): a capture records Inductor's GEMM choices (Triton templates
     among them); a fresh process with only that file and empty Inductor and Triton caches benchmarks no GEMM

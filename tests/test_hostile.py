@@ -136,6 +136,11 @@ HOSTILE: list[tuple[str, str, Callable[[model.Results], bytes]]] = [
     ("text-deep-nesting", "b.textproto", lambda r: b"header { target " + b"{ " * 100_000),
     ("not-zstd", "b.pb.zst", lambda r: b"\x28\xb5\x2f\xfd" + os.urandom(4000)),
     ("artifact-path-trick", "b.textproto", lambda r: artifact_named(r, "../../escape.cubin")),
+    (
+        "launcher-code-in-a-type",
+        "b.textproto",
+        lambda r: artifact_named(r, "k.cubin", 'i32 a){system("id");}'),
+    ),
     ("binary-as-text", "b.txt", lambda r: encode_results(r, "b.pb.zst")),
     ("zlib-not-zstd", "b.pb.zst", lambda r: zlib.compress(encode_results(r, "b.pb"))),
 ]
@@ -159,9 +164,12 @@ def swapped_index(results: model.Results) -> bytes:
     return envelope.SerializeToString()
 
 
-def artifact_named(results: model.Results, name: str) -> bytes:
+def artifact_named(results: model.Results, name: str, argument_type: str = "*fp32") -> bytes:
+    """The first entry with a compiled kernel whose file is `name` and whose host launcher takes one
+    argument of `argument_type`."""
     entry = results.entries[0]
-    artifact = model.Artifact("a" * 64, "cuda:90:32", (model.ArtifactFile(name, "b" * 64, 1),), entry.best)
+    file = model.ArtifactFile(name, "b" * 64, 1)
+    artifact = model.Artifact("a" * 64, "cuda:90:32", (file,), entry.best, (argument_type,))
     first = dataclasses.replace(entry, artifacts=(artifact,))
     return text_of(dataclasses.replace(results, entries=(first, *results.entries[1:])))
 

@@ -126,6 +126,9 @@ class Artifact:
     gpu_target: str  # "cuda:90:32", "hip:gfx942:64"
     files: tuple[ArtifactFile, ...]
     config: Config
+    # Its arguments' types as Triton's host launcher takes them (Triton's kernel `signature`, in order), so
+    # the launcher can be built before the first launch; () when not known (or a tuple argument).
+    host_signature: tuple[str, ...] = ()
 
     @property
     def size_bytes(self) -> int:

@@ -1,5 +1,6 @@
 """Compiles a plain @triton.jit kernel for sm90 (on any machine) with the capture recorder installed: two
-specializations outside benchmarking, one inside it. Prints what was recorded, one kernel per line."""
+specializations outside benchmarking, one inside it. Prints what was recorded, one kernel per line: name,
+target, files, cache key, host signature."""
 
 import torch
 import triton
@@ -32,4 +33,5 @@ for name, artifact in recorded:
         artifact.gpu_target,
         sorted(f.name.rsplit(".", 1)[1] for f in artifact.files),
         artifact.cache_key,
+        ",".join(artifact.host_signature),
     )

@@ -18,6 +18,10 @@ _IDENT = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
 _HEX64 = re.compile(r"^[0-9a-f]{64}$")
 _FILE_NAME = re.compile(r"^[A-Za-z0-9_][A-Za-z0-9_.-]{0,199}$")
 _GPU_TARGET = re.compile(r"^(cuda|hip):[A-Za-z0-9_]+:\d+$")
+# a Triton argument type ("*fp16", "i32", "constexpr", "tensordesc<bf16[64, 64]>"): no quotes, parentheses,
+# braces or semicolons, so nothing a bundle says can reach generated launcher code as code
+_HOST_TYPE = re.compile(r"^[A-Za-z0-9_*\[\], <>.#=-]{1,200}$")
+MAX_HOST_ARGS = 512
 
 _PRODUCERS = {
     model.Producer.TUNE: pb.PRODUCER_TUNE,
@@ -122,6 +126,7 @@ def _entry_to_pb(entry: model.Entry, kernel: int, configs: dict[model.Config, in
                     pb.ArtifactFile(name=f.name, sha256=f.sha256, size_bytes=f.size_bytes) for f in a.files
                 ],
                 config=configs[a.config],
+                host_signature=list(a.host_signature),
             )
             for a in entry.artifacts
         ],
@@ -238,8 +243,12 @@ def _artifact_from_pb(msg: pb.Artifact, tables: Tables, field: str) -> model.Art
         _require(bool(_FILE_NAME.match(f.name)), f"{field}.files[{i}].name", "a plain file name")
         _require(bool(_HEX64.match(f.sha256)), f"{field}.files[{i}].sha256", "64 hex digits")
         files.append(model.ArtifactFile(f.name, f.sha256, f.size_bytes))
+    signature = tuple(msg.host_signature)
+    _require(len(signature) <= MAX_HOST_ARGS, f"{field}.host_signature", f"at most {MAX_HOST_ARGS} types")
+    for i, ty in enumerate(signature):
+        _require(bool(_HOST_TYPE.match(ty)), f"{field}.host_signature[{i}]", "a Triton argument type")
     return model.Artifact(
-        msg.cache_key, msg.gpu_target, tuple(files), tables.config(msg.config, f"{field}.config")
+        msg.cache_key, msg.gpu_target, tuple(files), tables.config(msg.config, f"{field}.config"), signature
     )
 
 

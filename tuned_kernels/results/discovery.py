@@ -8,8 +8,10 @@ from dataclasses import dataclass
 from importlib import metadata
 from pathlib import Path
 
+from tuned_kernels.errors import TunedKernelsError
 from tuned_kernels.naming import ENTRY_POINT_GROUP
 from tuned_kernels.results.locate import results_files_in
+from tuned_kernels.results.view import ResultsView
 
 PATH_ENV = "TUNED_KERNELS_PATH"
 
@@ -36,3 +38,30 @@ def discover() -> list[BundleFile]:
         if entry.strip():
             found += [BundleFile(entry, p) for p in results_files_in(Path(entry))]
     return found
+
+
+@dataclass(frozen=True)
+class OpenedBundles:
+    """The installed bundles, opened: found (source, path) pairs, their views by path, and what was wrong."""
+
+    found: tuple[tuple[str, str], ...]
+    views: dict[str, ResultsView]
+    problems: tuple[str, ...]
+
+
+def open_installed() -> OpenedBundles:
+    """Every bundle `discover` finds, opened for look-ups (header checked); one that cannot be is left out
+    with the reason."""
+    from tuned_kernels.results.files import open_results
+
+    views: dict[str, ResultsView] = {}
+    found, problems = [], []
+    for bundle in discover():
+        try:
+            views[str(bundle.path)] = open_results(bundle.path)
+        except TunedKernelsError as exc:
+            named = "" if bundle.source == str(bundle.path) else f" of {bundle.source}"
+            problems.append(f"skipping bundle{named}: {exc}")
+            continue
+        found.append((bundle.source, str(bundle.path)))
+    return OpenedBundles(tuple(found), views, tuple(problems))

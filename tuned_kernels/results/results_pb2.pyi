@@ -159,16 +159,18 @@ class ArtifactFile(_message.Message):
     def __init__(self, name: _Optional[str] = ..., sha256: _Optional[str] = ..., size_bytes: _Optional[int] = ...) -> None: ...
 
 class Artifact(_message.Message):
-    __slots__ = ("cache_key", "gpu_target", "files", "config")
+    __slots__ = ("cache_key", "gpu_target", "files", "config", "host_signature")
     CACHE_KEY_FIELD_NUMBER: _ClassVar[int]
     GPU_TARGET_FIELD_NUMBER: _ClassVar[int]
     FILES_FIELD_NUMBER: _ClassVar[int]
     CONFIG_FIELD_NUMBER: _ClassVar[int]
+    HOST_SIGNATURE_FIELD_NUMBER: _ClassVar[int]
     cache_key: str
     gpu_target: str
     files: _containers.RepeatedCompositeFieldContainer[ArtifactFile]
     config: int
-    def __init__(self, cache_key: _Optional[str] = ..., gpu_target: _Optional[str] = ..., files: _Optional[_Iterable[_Union[ArtifactFile, _Mapping]]] = ..., config: _Optional[int] = ...) -> None: ...
+    host_signature: _containers.RepeatedScalarFieldContainer[str]
+    def __init__(self, cache_key: _Optional[str] = ..., gpu_target: _Optional[str] = ..., files: _Optional[_Iterable[_Union[ArtifactFile, _Mapping]]] = ..., config: _Optional[int] = ..., host_signature: _Optional[_Iterable[str]] = ...) -> None: ...
 
 class Entry(_message.Message):
     __slots__ = ("kernel", "key", "best", "timings", "rejected", "found_by", "configs_benchmarked", "artifacts")

@@ -27,6 +27,7 @@ class ResultsView:
         self._slots: dict[bytes, int] | None = None
         self._scans = 0
         self._named: dict[str, list[model.Entry]] = {}
+        self._results: model.Results | None = None
 
     def __len__(self) -> int:
         return len(self._msg.entries)
@@ -56,10 +57,13 @@ class ResultsView:
         return self._named[kernel_name]
 
     def results(self) -> model.Results:
-        try:
-            return codec.results_from_pb(self._msg)
-        except ValueError as exc:
-            raise ResultsFormatError(self.path, str(exc)) from None
+        """Every entry, decoded and validated (once: the warm-up and the registry both ask)."""
+        if self._results is None:
+            try:
+                self._results = codec.results_from_pb(self._msg)
+            except ValueError as exc:
+                raise ResultsFormatError(self.path, str(exc)) from None
+        return self._results
 
     def _position(self, digest: bytes) -> int | None:
         """Where the entry with this slot digest is: the first few look-ups scan the digest list (C speed,

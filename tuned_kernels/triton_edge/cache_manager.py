@@ -6,9 +6,10 @@ bundle does, gets the bundle's files written into the user's cache (sha256 check
 own atomic `put`) and then loads them as any cached kernel: no compilation. Anything else is passed
 through. A bad or missing artifact makes Triton compile as usual, with one warning.
 
-When capturing, the same manager also records every kernel Triton compiles and stores (`recorder`), so a
-program's plain `@triton.jit` kernels and every specialization it launched ship too; compiles made while
-configs are benchmarked (`recording_paused`) are left out: only winners are kept of those.
+When capturing, every kernel Triton compiles is recorded too (`recorder`, told by Triton's compilation
+listener, which also gives the kernel's signature: its host launcher can then be built ahead,
+`host_modules`), so a program's plain `@triton.jit` kernels and every specialization it launched ship too;
+compiles made while configs are benchmarked (`recording_paused`) are left out: only winners are kept of those.
 """
 
 from __future__ import annotations
@@ -96,7 +97,6 @@ class ArtifactCacheManager:
 
     inner_class: Any = None  # the manager class Triton used before: set by `install`
     store: ArtifactStore = ArtifactStore()  # what `install` was given (Triton creates managers by class)
-    recorder: Recorder | None = None  # capturing: hears every compiled kernel Triton stores
 
     def __init__(self, key: str, override: bool = False, dump: bool = False) -> None:
         self.key = key
@@ -128,15 +128,12 @@ class ArtifactCacheManager:
 
     def put_group(self, filename: str, group: dict[str, str]) -> Any:
         stored = self.inner.put_group(filename, group)
-        recorder = type(self).recorder
-        if recorder is not None and not _paused and filename.endswith(METADATA_SUFFIX):
-            try:
-                compiled = compiled_kernel(filename, group)
-            except (OSError, ValueError, KeyError, TypeError) as exc:
-                type(self).store.on_problem(f"could not keep compiled kernel {filename}: {exc}")
-                return stored
-            if compiled is not None:
-                recorder(*compiled)
+        listener = _capturing[0] if _capturing else None
+        if listener is not None and filename.endswith(METADATA_SUFFIX):
+            from triton import knobs
+
+            if knobs.compilation.listener is not listener:  # the program replaced it: recorded here,
+                listener(src=None, metadata=None, metadata_group=group)  # without the signature
         return stored
 
     def __getattr__(self, name: str) -> Any:  # anything else Triton asks of its cache manager
@@ -147,6 +144,7 @@ Recorder = Callable[[model.Artifact, dict[str, bytes], str], None]  # a compiled
 METADATA_SUFFIX = ".json"
 BINARY_SUFFIXES = (".cubin", ".hsaco")  # what a GPU loads; the IRs beside them are not shipped
 _paused: list[bool] = []
+_capturing: list[CompileListener] = []  # the listener `install` set when given a recorder
 
 
 @contextlib.contextmanager
@@ -159,11 +157,42 @@ def recording_paused() -> Iterator[None]:
         _paused.pop()
 
 
+class CompileListener:
+    """Triton's `knobs.compilation.listener` while capturing: each kernel Triton compiles outside
+    benchmarking goes to `recorder` with its host signature; the listener set before still hears every one."""
+
+    def __init__(self, recorder: Recorder, before: Any, on_problem: Callable[[str], None]) -> None:
+        self.recorder = recorder
+        self.before = before
+        self.on_problem = on_problem
+
+    def __call__(self, *, src: Any, metadata: Any, metadata_group: dict[str, str], **rest: Any) -> None:
+        if self.before is not None and src is not None:
+            self.before(src=src, metadata=metadata, metadata_group=metadata_group, **rest)
+        if _paused or rest.get("cache_hit"):  # a kernel found in Triton's cache was recorded when compiled
+            return
+        metadata_name = next((n for n in sorted(metadata_group) if n.endswith(METADATA_SUFFIX)), "")
+        try:
+            compiled = compiled_kernel(metadata_name, metadata_group, host_signature(src))
+        except (OSError, ValueError, KeyError, TypeError) as exc:
+            self.on_problem(f"could not keep compiled kernel {metadata_name}: {exc}")
+            return
+        if compiled is not None:
+            self.recorder(*compiled)
+
+
+def host_signature(src: Any) -> tuple[str, ...]:
+    """The argument types Triton's host launcher is generated from (its source's `signature`, in order);
+    () when a type is not a plain string (a tuple argument): such a launcher is left to Triton."""
+    types = tuple(getattr(src, "signature", {}).values())
+    return types if all(isinstance(t, str) for t in types) else ()
+
+
 def compiled_kernel(
-    metadata_name: str, group: Mapping[str, str]
+    metadata_name: str, group: Mapping[str, str], signature: tuple[str, ...] = ()
 ) -> tuple[model.Artifact, dict[str, bytes], str] | None:
     """The artifact Triton's cache holds under a group (metadata and binary, hashed), or None when the group
-    is not a GPU kernel's."""
+    is not a GPU kernel's; `signature` is its `host_signature`."""
     kept = {
         name: Path(path).read_bytes()
         for name, path in group.items()
@@ -178,7 +207,7 @@ def compiled_kernel(
     )
     config = model.Config.of({}, num_warps=int(metadata["num_warps"]), num_stages=int(metadata["num_stages"]))
     gpu_target = f"{target['backend']}:{target['arch']}:{target['warp_size']}"
-    artifact = model.Artifact(str(metadata["hash"]), gpu_target, files, config)
+    artifact = model.Artifact(str(metadata["hash"]), gpu_target, files, config, signature)
     return artifact, {f.sha256: kept[f.name] for f in files}, str(metadata["name"])
 
 
@@ -188,7 +217,15 @@ def install(store: ArtifactStore, recorder: Recorder | None = None) -> None:
     from triton.runtime.cache import FileCacheManager
 
     ArtifactCacheManager.store = store
-    ArtifactCacheManager.recorder = recorder
+    if recorder is not None:
+        if _capturing:
+            _capturing[0].recorder = recorder
+        else:
+            listener = CompileListener(
+                recorder, knobs.compilation.listener, lambda said: store.on_problem(said)
+            )
+            _capturing.append(listener)
+        knobs.compilation.listener = _capturing[0]
     current = knobs.cache.manager_class or FileCacheManager
     if current is not ArtifactCacheManager:
         ArtifactCacheManager.inner_class = current
@@ -200,4 +237,7 @@ def uninstall() -> None:
 
     if knobs.cache.manager_class is ArtifactCacheManager:
         knobs.cache.manager_class = ArtifactCacheManager.inner_class
-    ArtifactCacheManager.recorder = None
+    if _capturing:
+        listener = _capturing.pop()
+        if knobs.compilation.listener is listener:
+            knobs.compilation.listener = listener.before
