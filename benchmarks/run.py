@@ -72,9 +72,18 @@ class Bench:
         return wall, proc.stdout
 
     def child(self, mode: str, args: list[str], env: dict[str, str]) -> dict[str, Any]:
+        spawned_at = time.time()
         wall, out = self.run([sys.executable, WORKLOAD, mode, *args], env)
+        ended_at = time.time()
         result: dict[str, Any] = json.loads(out.split("RESULT ", 1)[1])
         result["wall_s"] = wall
+        if "workload_at" in result:  # phases: interpreter start, imports and set-up / workload / the rest
+            result["phases_s"] = {
+                "start": result["started_at"] - spawned_at,
+                "imports": result["workload_at"] - result["started_at"],
+                "workload": result["workload_seconds"],
+                "checks_and_exit": ended_at - result["workload_at"] - result["workload_seconds"],
+            }
         return result
 
     def tool(self, args: list[str], env: dict[str, str]) -> tuple[float, str]:
@@ -395,6 +404,16 @@ def table(r: dict[str, Any]) -> str:
         lines.append(
             f"|  | ratios | bundle/warm {bundle / b:.3f}{no_warmup}, none/bundle {a / bundle:.1f}x | | |"
         )
+        if "phases_s" in last:
+            phases = {
+                mode: "/".join(
+                    f"{statistics.median(x['phases_s'][p] for x in c[mode]):.2f}" for p in last["phases_s"]
+                )
+                for mode in ("triton_warm", "bundle_only", "no_warmup")
+                if c.get(mode)
+            }
+            said = "; ".join(f"{mode} {times}" for mode, times in phases.items())
+            lines.append(f"|  | phases (median s): {'/'.join(last['phases_s'])} | {said} | | |")
     if "hot" in r:
         off, on = statistics.median(r["hot"]["off"]), statistics.median(r["hot"]["on"])
         row(
