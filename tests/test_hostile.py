@@ -14,6 +14,7 @@ import sys
 import zlib
 from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 import pytest
 import zstandard
@@ -126,11 +127,24 @@ HOSTILE: list[tuple[str, str, Callable[[model.Results], bytes]]] = [
     (
         "schema-from-the-future",
         "b.textproto",
-        lambda r: text_of(r).replace(b"schema_version: 1", b"schema_version: 99"),
+        lambda r: text_of(r).replace(b"schema_version: 2", b"schema_version: 99"),
     ),
     ("truncated", "b.pb.zst", lambda r: encode_results(r, "b.pb.zst")[:-20]),
     ("bit-flip", "b.pb", lambda r: bytes(b ^ (i == 200) for i, b in enumerate(encode_results(r, "b.pb")))),
-    ("swapped-index", "b.pb", lambda r: swapped_index(r)),
+    ("swapped-index-v1", "b.pb", lambda r: edited_payload(r, _reverse_index, packed=False)),
+    ("swapped-index", "b.pb", lambda r: edited_payload(r, _reverse_packed_index)),
+    ("entry-ends-past-the-entries", "b.pb", lambda r: edited_payload(r, _end_past_the_entries)),
+    (
+        "entry-ends-ragged",
+        "b.pb",
+        lambda r: edited_payload(r, lambda m: setattr(m, "entry_ends", m.entry_ends[:-1])),
+    ),
+    ("entries-packed-and-repeated", "b.pb", lambda r: edited_payload(r, _both_packed_and_repeated)),
+    (
+        "packed-entry-garbage",
+        "b.pb",
+        lambda r: edited_payload(r, lambda m: setattr(m, "packed_entries", b"\xff" * len(m.packed_entries))),
+    ),
     ("zstd-bomb-of-empty-entries", "b.pb.zst", empty_entries_bomb),
     ("text-bomb-of-comments", "b.textproto.zst", lambda r: zst(b"# x\n" * (16 << 20) + text_of(r))),
     ("text-deep-nesting", "b.textproto", lambda r: b"header { target " + b"{ " * 100_000),
@@ -146,22 +160,47 @@ HOSTILE: list[tuple[str, str, Callable[[model.Results], bytes]]] = [
 ]
 
 
-def swapped_index(results: model.Results) -> bytes:
+def edited_payload(results: model.Results, edit: Callable[[Any], None], packed: bool = True) -> bytes:
+    """A binary file of `results` whose payload `edit` changed, with a checksum that matches the edit (the
+    file looks intact: only the reader's own checks can catch it)."""
     from tuned_kernels.results import codec
     from tuned_kernels.results import results_pb2 as pb
 
-    msg = codec.results_to_pb(results, with_index=True)
-    index = list(msg.index)
-    del msg.index[:]
-    msg.index.extend(index[::-1])
+    msg = codec.results_to_pb(results, packed=packed)
+    if not packed:  # schema v1: a repeated field of entries beside a repeated index
+        msg.index.extend(model.slot_digest(e.slot) for e in results.entries)
+    edit(msg)
     payload = msg.SerializeToString(deterministic=True)
     envelope = pb.ResultsEnvelope(
         format=codec.FORMAT_NAME,
-        schema_version=1,
+        schema_version=msg.header.schema_version,
         payload=payload,
         sha256=__import__("hashlib").sha256(payload).digest(),
     )
     return envelope.SerializeToString()
+
+
+def _reverse_index(msg: Any) -> None:
+    index = list(msg.index)
+    del msg.index[:]
+    msg.index.extend(index[::-1])
+
+
+def _reverse_packed_index(msg: Any) -> None:
+    digests = [msg.packed_index[i : i + 16] for i in range(0, len(msg.packed_index), 16)]
+    msg.packed_index = b"".join(digests[::-1])
+
+
+def _end_past_the_entries(msg: Any) -> None:
+    msg.entry_ends = msg.entry_ends[:-4] + (1 << 31).to_bytes(4, "little")
+
+
+def _both_packed_and_repeated(msg: Any) -> None:
+    from tuned_kernels.results import results_pb2 as pb
+
+    msg.entries.append(
+        pb.Entry.FromString(msg.packed_entries[: int.from_bytes(msg.entry_ends[:4], "little")])
+    )
 
 
 def artifact_named(results: model.Results, name: str, argument_type: str = "*fp32") -> bytes:
@@ -276,7 +315,7 @@ def newer_schema(results: model.Results) -> bytes:
 
     envelope = pb.ResultsEnvelope()
     envelope.ParseFromString(encode_results(results, "x.pb"))
-    envelope.schema_version = 2
+    envelope.schema_version = model.SCHEMA_VERSION + 1
     return envelope.SerializeToString()
 
 

@@ -15,7 +15,7 @@ from typing import Literal
 
 Vendor = Literal["nvidia", "amd", "cpu"]
 Scalar = int | float | bool | str | None
-SCHEMA_VERSION = 1
+SCHEMA_VERSION = 2  # 2: binary files pack their entries (results/packing.py)
 
 
 @dataclass(frozen=True)

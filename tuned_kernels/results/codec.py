@@ -10,6 +10,7 @@ import re
 from dataclasses import dataclass
 
 from tuned_kernels import model
+from tuned_kernels.results import packing
 from tuned_kernels.results import results_pb2 as pb
 
 FORMAT_NAME = "tuned-kernels-results"
@@ -63,8 +64,9 @@ def config_to_pb(config: model.Config) -> pb.Config:
     )
 
 
-def results_to_pb(results: model.Results, with_index: bool = False) -> pb.Results:
-    """`with_index` adds the slot digests that let `ResultsView` find a key without decoding entries."""
+def results_to_pb(results: model.Results, packed: bool = False) -> pb.Results:
+    """`packed` (binary files) stores the entries one by one with their slot digests (results/packing.py),
+    so that `ResultsView` finds and decodes one key without parsing the others."""
     h = results.header
     kernels: dict[model.KernelIdentity, int] = {}
     configs: dict[model.Config, int] = {}
@@ -74,10 +76,11 @@ def results_to_pb(results: model.Results, with_index: bool = False) -> pb.Result
             configs.setdefault(c, len(configs))
         for a in e.artifacts:
             configs.setdefault(a.config, len(configs))
-    return pb.Results(
+    entries = [_entry_to_pb(e, kernels[e.kernel], configs) for e in results.entries]
+    msg = pb.Results(
         format=FORMAT_NAME,
         header=pb.Header(
-            schema_version=h.schema_version,
+            schema_version=max(h.schema_version, model.SCHEMA_VERSION),
             target=pb.Target(
                 vendor=h.target.vendor,
                 arch=h.target.arch,
@@ -98,15 +101,17 @@ def results_to_pb(results: model.Results, with_index: bool = False) -> pb.Result
             created_at=h.created_at,
             producer=_PRODUCERS[h.producer],
         ),
-        entries=[_entry_to_pb(e, kernels[e.kernel], configs) for e in results.entries],
+        entries=[] if packed else entries,
         configs=[config_to_pb(c) for c in configs],
         blobs=dict(results.blobs),
         kernels=[
             pb.KernelIdentity(name=k.name, source_hash=k.source_hash, param_names=list(k.param_names))
             for k in kernels
         ],
-        index=[model.slot_digest(e.slot) for e in results.entries] if with_index else [],
     )
+    if packed:
+        packing.pack(msg, entries, [model.slot_digest(e.slot) for e in results.entries])
+    return msg
 
 
 def _entry_to_pb(entry: model.Entry, kernel: int, configs: dict[model.Config, int]) -> pb.Entry:
@@ -264,7 +269,8 @@ def check_schema_version(version: int) -> None:
 def results_from_pb(msg: pb.Results) -> model.Results:
     header = header_from_pb(msg)
     tables = tables_from_pb(msg)
-    entries = tuple(entry_from_pb(e, tables, f"entries[{i}]") for i, e in enumerate(msg.entries))
+    stored = packing.Entries(msg)
+    entries = tuple(entry_from_pb(stored.raw(i), tables, f"entries[{i}]") for i in range(len(stored)))
     for sha in msg.blobs:
         _require(bool(_HEX64.match(sha)), "blobs", "keys of 64 hex digits")
     # blob contents are checked against their sha256 where they are used (triton_edge.cache_manager)

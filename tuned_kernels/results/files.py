@@ -51,14 +51,14 @@ def read_budget(size_on_disk: int) -> int:
 def encode_results(results: model.Results, path: str) -> bytes:
     """The bytes of `results` in the format `path`'s extension selects."""
     fmt = format_for(path)
-    msg = codec.results_to_pb(results, with_index=not fmt.text)
+    msg = codec.results_to_pb(results, packed=not fmt.text)
     if fmt.text:
         raw: bytes = text_format.MessageToString(msg).encode("utf-8")
     else:
         payload = msg.SerializeToString(deterministic=True)
         envelope = pb.ResultsEnvelope(
             format=codec.FORMAT_NAME,
-            schema_version=results.header.schema_version,
+            schema_version=msg.header.schema_version,
             payload=payload,
             sha256=hashlib.sha256(payload).digest(),
         )
@@ -195,11 +195,12 @@ def _parse_binary(raw: bytes, path: str) -> pb.Results:
         codec.check_schema_version(envelope.schema_version)
     except ValueError as exc:
         raise ResultsFormatError(path, str(exc)) from None
-    if hashlib.sha256(envelope.payload).digest() != envelope.sha256:
+    payload = envelope.payload  # each read of the field copies it
+    if hashlib.sha256(payload).digest() != envelope.sha256:
         raise ResultsFormatError(path, "checksum mismatch: the file is corrupt or truncated")
     results = pb.Results()
     try:
-        results.ParseFromString(envelope.payload)
+        results.ParseFromString(payload)
     except message.DecodeError:
         raise ResultsFormatError(path, "payload does not decode") from None
     return results

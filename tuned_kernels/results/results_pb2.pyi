@@ -193,7 +193,7 @@ class Entry(_message.Message):
     def __init__(self, kernel: _Optional[int] = ..., key: _Optional[_Iterable[_Union[Scalar, _Mapping]]] = ..., best: _Optional[int] = ..., timings: _Optional[_Iterable[_Union[Timing, _Mapping]]] = ..., rejected: _Optional[_Iterable[_Union[Rejection, _Mapping]]] = ..., found_by: _Optional[_Union[FoundBy, str]] = ..., configs_benchmarked: _Optional[int] = ..., artifacts: _Optional[_Iterable[_Union[Artifact, _Mapping]]] = ...) -> None: ...
 
 class Results(_message.Message):
-    __slots__ = ("format", "header", "entries", "blobs", "kernels", "configs", "index")
+    __slots__ = ("format", "header", "entries", "blobs", "kernels", "configs", "index", "packed_entries", "entry_ends", "entry_kernels", "packed_index")
     class BlobsEntry(_message.Message):
         __slots__ = ("key", "value")
         KEY_FIELD_NUMBER: _ClassVar[int]
@@ -208,6 +208,10 @@ class Results(_message.Message):
     KERNELS_FIELD_NUMBER: _ClassVar[int]
     CONFIGS_FIELD_NUMBER: _ClassVar[int]
     INDEX_FIELD_NUMBER: _ClassVar[int]
+    PACKED_ENTRIES_FIELD_NUMBER: _ClassVar[int]
+    ENTRY_ENDS_FIELD_NUMBER: _ClassVar[int]
+    ENTRY_KERNELS_FIELD_NUMBER: _ClassVar[int]
+    PACKED_INDEX_FIELD_NUMBER: _ClassVar[int]
     format: str
     header: Header
     entries: _containers.RepeatedCompositeFieldContainer[Entry]
@@ -215,7 +219,11 @@ class Results(_message.Message):
     kernels: _containers.RepeatedCompositeFieldContainer[KernelIdentity]
     configs: _containers.RepeatedCompositeFieldContainer[Config]
     index: _containers.RepeatedScalarFieldContainer[bytes]
-    def __init__(self, format: _Optional[str] = ..., header: _Optional[_Union[Header, _Mapping]] = ..., entries: _Optional[_Iterable[_Union[Entry, _Mapping]]] = ..., blobs: _Optional[_Mapping[str, bytes]] = ..., kernels: _Optional[_Iterable[_Union[KernelIdentity, _Mapping]]] = ..., configs: _Optional[_Iterable[_Union[Config, _Mapping]]] = ..., index: _Optional[_Iterable[bytes]] = ...) -> None: ...
+    packed_entries: bytes
+    entry_ends: bytes
+    entry_kernels: bytes
+    packed_index: bytes
+    def __init__(self, format: _Optional[str] = ..., header: _Optional[_Union[Header, _Mapping]] = ..., entries: _Optional[_Iterable[_Union[Entry, _Mapping]]] = ..., blobs: _Optional[_Mapping[str, bytes]] = ..., kernels: _Optional[_Iterable[_Union[KernelIdentity, _Mapping]]] = ..., configs: _Optional[_Iterable[_Union[Config, _Mapping]]] = ..., index: _Optional[_Iterable[bytes]] = ..., packed_entries: _Optional[bytes] = ..., entry_ends: _Optional[bytes] = ..., entry_kernels: _Optional[bytes] = ..., packed_index: _Optional[bytes] = ...) -> None: ...
 
 class ResultsEnvelope(_message.Message):
     __slots__ = ("format", "schema_version", "payload", "sha256")

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from tuned_kernels import model
 from tuned_kernels.errors import ResultsFormatError
-from tuned_kernels.results import codec
+from tuned_kernels.results import codec, packing
 from tuned_kernels.results import results_pb2 as pb
 
 SCANS_BEFORE_DICT = 4
@@ -21,6 +21,7 @@ class ResultsView:
         try:
             self.header = codec.header_from_pb(msg)
             self._tables = codec.tables_from_pb(msg)
+            self._stored = packing.Entries(msg)
         except ValueError as exc:
             raise ResultsFormatError(path, str(exc)) from None
         self._digests: list[bytes] | None = None
@@ -30,7 +31,7 @@ class ResultsView:
         self._results: model.Results | None = None
 
     def __len__(self) -> int:
-        return len(self._msg.entries)
+        return len(self._stored)
 
     @property
     def has_blobs(self) -> bool:
@@ -51,8 +52,9 @@ class ResultsView:
         once per name."""
         if kernel_name not in self._named:
             refs = {i for i, k in enumerate(self._tables.kernels) if k.name == kernel_name}
+            stored = self._stored
             self._named[kernel_name] = [
-                self._entry(i) for i, e in enumerate(self._msg.entries) if e.kernel in refs
+                self._entry(i) for i in range(len(stored)) if stored.kernel_of(i) in refs
             ]
         return self._named[kernel_name]
 
@@ -70,6 +72,9 @@ class ResultsView:
         a few ms for 100k entries), later ones use a dict built once (which costs more than a scan)."""
         if self._slots is not None:
             return self._slots.get(digest)
+        if self._stored.packed and self._scans < SCANS_BEFORE_DICT:
+            self._scans += 1
+            return self._stored.find(digest)
         digests = self._digest_list()
         self._scans += 1
         if self._scans > SCANS_BEFORE_DICT:
@@ -82,14 +87,14 @@ class ResultsView:
 
     def _digest_list(self) -> list[bytes]:
         if self._digests is None:
-            digests = list(self._msg.index)
-            if len(digests) != len(self._msg.entries):  # a text file, or one written without an index
-                digests = [model.slot_digest(self._entry(i).slot) for i in range(len(self._msg.entries))]
+            digests = self._stored.digests()
+            if digests is None:  # a text file, or one written without an index
+                digests = [model.slot_digest(self._entry(i).slot) for i in range(len(self._stored))]
             self._digests = digests
         return self._digests
 
     def _entry(self, i: int) -> model.Entry:
         try:
-            return codec.entry_from_pb(self._msg.entries[i], self._tables, f"entries[{i}]")
+            return codec.entry_from_pb(self._stored.raw(i), self._tables, f"entries[{i}]")
         except ValueError as exc:
             raise ResultsFormatError(self.path, str(exc)) from None
