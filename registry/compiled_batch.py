@@ -19,7 +19,6 @@ from pathlib import Path
 from tuned_kernels import model
 from tuned_kernels.decision import compiled_kernel_entry
 from tuned_kernels.errors import one_line
-from tuned_kernels.results import overlay
 
 BATCH = 64
 
@@ -67,6 +66,8 @@ class CompiledKernelBatch:
             self._entries, self._blobs = [], {}
         if not entries:
             return
+        from tuned_kernels.results import overlay
+
         try:
             overlay.add_to_overlay(self.path, self.header(), entries, blobs, None)
         except Exception as exc:

@@ -20,7 +20,7 @@ import weakref
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar
 
 from tuned_kernels.registry.compiled_batch import CompiledKernelBatch
 from tuned_kernels.registry.settings import Settings
@@ -31,13 +31,14 @@ from tuned_kernels.decision import Decision, candidates, decide, measured_entry
 from tuned_kernels.errors import TunedKernelsError, one_line, warn
 from tuned_kernels.inductor_edge import keys as inductor_keys
 from tuned_kernels.resolving import Compiled, Resolved
-from tuned_kernels.results import overlay
-from tuned_kernels.results.discovery import OpenedBundles, open_installed
-from tuned_kernels.results.view import ResultsView
 from tuned_kernels.selection import BundleCandidate, Selection, select_bundles
 from tuned_kernels.timestamps import utc_now
 from tuned_kernels.triton_edge import cache_manager, host_modules
 from tuned_kernels.triton_edge.interpreter import interpreting
+
+if TYPE_CHECKING:  # the reader (protobuf, zstandard) is imported when the registry loads, not before
+    from tuned_kernels.results.discovery import OpenedBundles
+    from tuned_kernels.results.view import ResultsView
 
 log = logging.getLogger("tuned_kernels")
 T = TypeVar("T")
@@ -111,6 +112,8 @@ class Registry:
     def _load(self) -> None:
         from tuned_kernels.hardware import compiler_fingerprint, detect
 
+        from tuned_kernels.results import overlay
+
         self.target = target = detect()
         self.compiler = compiler = compiler_fingerprint(target)
         opened = self.opened_bundles()
@@ -142,6 +145,8 @@ class Registry:
     def opened_bundles(self) -> OpenedBundles:
         """The installed bundles, discovered and opened once per registry (by whichever thread asks first:
         the warm-up opens them in the background, before the first kernel needs them); no GPU is touched."""
+        from tuned_kernels.results.discovery import open_installed
+
         with self._open_lock:
             if self._opened is None:
                 self._opened = open_installed()
@@ -165,6 +170,8 @@ class Registry:
     def _open_overlay(self, shared: Path) -> Path:
         """The overlay this process reads and writes: the shared file, or this user's own beside it when
         the shared one must be left alone (unreadable, from a newer schema, another user's)."""
+        from tuned_kernels.results import overlay
+
         for path in (shared, overlay.private_path(shared)):
             try:
                 held = overlay.read_overlay(path)
@@ -343,6 +350,8 @@ class Registry:
             return
         path = capture or self.overlay_path
         assert path is not None
+        from tuned_kernels.results import overlay
+
         try:
             limit = None if capture else overlay.MAX_ENTRIES
             overlay.add_to_overlay(

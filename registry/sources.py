@@ -5,11 +5,14 @@ bundle that turns out corrupt is dropped with one problem reported, the others k
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable
+from typing import TYPE_CHECKING
 
 from tuned_kernels import model
 from tuned_kernels.decision import Found
 from tuned_kernels.errors import TunedKernelsError
-from tuned_kernels.results.view import ResultsView
+
+if TYPE_CHECKING:
+    from tuned_kernels.results.view import ResultsView
 
 Table = dict[tuple[str, str], dict[model.TuningKey, model.Entry]]
 

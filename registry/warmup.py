@@ -13,13 +13,15 @@ import sys
 import threading
 import time
 from collections.abc import Iterable, Iterator
-from typing import Protocol
+from typing import TYPE_CHECKING, Protocol
 
 from tuned_kernels.errors import TunedKernelsError, one_line
-from tuned_kernels.results.discovery import OpenedBundles
-from tuned_kernels.results.view import ResultsView
 from tuned_kernels.triton_edge import host_modules
 from tuned_kernels.triton_edge.interpreter import interpreting
+
+if TYPE_CHECKING:
+    from tuned_kernels.results.discovery import OpenedBundles
+    from tuned_kernels.results.view import ResultsView
 
 
 class Warmable(Protocol):

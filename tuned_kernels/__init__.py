@@ -9,8 +9,6 @@ from __future__ import annotations
 
 from typing import Any
 
-from tuned_kernels.version import TOOL_VERSION as __version__
-
 
 def enable() -> None:
     """Every `@triton.autotune` kernel in this process, defined before or after, consults bundles first."""
@@ -31,6 +29,16 @@ def stats() -> dict[str, Any]:
     from tuned_kernels.registry import Registry, installed_registry
 
     return (installed_registry() or Registry()).summary()
+
+
+def __getattr__(name: str) -> Any:
+    """`__version__`, read from the installed distribution when first asked for (scanning the installed
+    distributions costs 10-20 ms, which `TUNED_KERNELS=1` would add to every interpreter start)."""
+    if name == "__version__":
+        from tuned_kernels.version import TOOL_VERSION
+
+        return TOOL_VERSION
+    raise AttributeError(f"module 'tuned_kernels' has no attribute {name!r}")
 
 
 __all__ = ["__version__", "disable", "enable", "stats"]

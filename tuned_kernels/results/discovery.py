@@ -7,11 +7,14 @@ import os
 from dataclasses import dataclass
 from importlib import metadata
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from tuned_kernels.errors import TunedKernelsError
 from tuned_kernels.naming import ENTRY_POINT_GROUP
 from tuned_kernels.results.locate import results_files_in
-from tuned_kernels.results.view import ResultsView
+
+if TYPE_CHECKING:
+    from tuned_kernels.results.view import ResultsView
 
 PATH_ENV = "TUNED_KERNELS_PATH"
 
