@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import dataclasses
 import multiprocessing
+import os
 import sys
 import threading
 import types
@@ -84,19 +85,27 @@ class FakeDriver(types.ModuleType):
         self.include_dirs, self.libraries = [], ["libcuda.so.1"]
 
 
+class Built(list[tuple[str, str]]):
+    """The modules built, as (module name, source), and the niceness of the thread that built each."""
+
+    niceness: list[int]
+
+
 @pytest.fixture
-def fake_backend(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> list[tuple[str, str]]:
-    """Builds go into the returned list as (module name, source) instead of a C compiler."""
+def fake_backend(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Built:
+    """Builds are recorded instead of run by a C compiler."""
     driver = FakeDriver(tmp_path)
     monkeypatch.setitem(sys.modules, driver.__name__, driver)
     monkeypatch.setitem(host_modules._DRIVERS, "cuda", (driver.__name__, "cuda_utils", "__triton_launcher"))
-    built: list[tuple[str, str]] = []
+    built = Built()
+    built.niceness = []
 
     def compile_into_cache(src: str, name: str, module: Any) -> None:
         assert module is driver
         if "fp64" in src:
             raise RuntimeError("cc: not found")
         built.append((name, src))
+        built.niceness.append(os.getpriority(os.PRIO_PROCESS, threading.get_native_id()))
 
     monkeypatch.setattr(host_modules, "compile_into_cache", compile_into_cache)
     return built
@@ -107,10 +116,12 @@ def spec(signature: tuple[str, ...]) -> host_modules.LauncherSpec:
 
 
 def test_triton_builds_its_utilities_once_and_each_launcher_from_the_recorded_types(
-    fake_backend: list[tuple[str, str]],
+    fake_backend: Built,
 ) -> None:
     report = host_modules.build([spec(POINTERS), spec(("*fp32",))], jobs=2)
     assert (report.built, report.failed) == (3, 0)
+    program = os.getpriority(os.PRIO_PROCESS, 0)
+    assert fake_backend.niceness == [min(19, program + host_modules.BUILD_NICENESS)] * 3  # compilers inherit
     assert sorted(fake_backend) == [
         ("__triton_launcher", "/* ['*fp16', '*fp16', 'i32', 'constexpr'] */"),
         ("__triton_launcher", "/* ['*fp32'] */"),
@@ -119,7 +130,7 @@ def test_triton_builds_its_utilities_once_and_each_launcher_from_the_recorded_ty
 
 
 def test_a_triton_with_one_generic_launcher_gets_nothing_built(
-    fake_backend: list[tuple[str, str]], monkeypatch: pytest.MonkeyPatch
+    fake_backend: Built, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """Triton 3.7 on: no launcher per argument-type list, and `cuda_utils` keyed by its install's paths."""
     monkeypatch.delattr(sys.modules["fake_triton_driver"], "make_launcher")
@@ -128,7 +139,7 @@ def test_a_triton_with_one_generic_launcher_gets_nothing_built(
 
 
 def test_a_module_that_cannot_be_built_is_counted_and_left_to_triton(
-    fake_backend: list[tuple[str, str]],
+    fake_backend: Built,
 ) -> None:
     report = host_modules.build([spec(POINTERS), spec(("*fp64",))])
     assert (report.built, report.failed, report.first_failure) == (2, 1, "RuntimeError: cc: not found")

@@ -31,6 +31,9 @@ from tuned_kernels import model
 from tuned_kernels.triton_edge.cache_manager import METADATA_SUFFIX
 
 MAX_LAUNCHERS = 64  # distinct argument-type lists built per process (each a C compile)
+BUILD_NICENESS = (
+    10  # added to the builders' niceness: they and their C compilers yield the CPU to the program
+)
 MAX_METADATA_BYTES = 1 << 20
 _DRIVERS = {  # backend: (driver module, its utilities' module name, its launchers' module name)
     "cuda": ("triton.backends.nvidia.driver", "cuda_utils", "__triton_launcher"),
@@ -111,6 +114,7 @@ def build(specs: Sequence[LauncherSpec], jobs: int = 4) -> BuildReport:
     lock = threading.Lock()
 
     def builder() -> None:
+        _lower_priority()
         while True:
             try:
                 function, argument = tasks.get_nowait()
@@ -131,6 +135,18 @@ def build(specs: Sequence[LauncherSpec], jobs: int = 4) -> BuildReport:
     for thread in builders:
         thread.join()
     return report
+
+
+def _lower_priority() -> None:
+    """Lowers this thread's CPU priority (Linux schedules threads on their own; the compilers it starts
+    inherit it), so that building ahead does not slow the program's own start-up. Best effort."""
+    try:
+        thread = threading.get_native_id()
+        os.setpriority(
+            os.PRIO_PROCESS, thread, min(19, os.getpriority(os.PRIO_PROCESS, thread) + BUILD_NICENESS)
+        )
+    except (AttributeError, OSError):  # not Linux, or not allowed: build at the normal priority
+        pass
 
 
 def _attempt(function: Any, argument: Any) -> str | None:
