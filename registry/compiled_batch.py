@@ -10,11 +10,11 @@ from __future__ import annotations
 
 import atexit
 import multiprocessing
-import os
 import threading
-import weakref
 from collections.abc import Callable
 from pathlib import Path
+
+from tuned_kernels.registry.forking import in_every_forked_child
 
 from tuned_kernels import model
 from tuned_kernels.decision import compiled_kernel_entry
@@ -34,14 +34,7 @@ class CompiledKernelBatch:
         self._entries: list[model.Entry] = []
         self._blobs: dict[str, bytes] = {}
         self._flush_at_exit = False
-        forget = weakref.WeakMethod(self._forget_the_parents)  # the hook must not keep the batch alive
-
-        def in_forked_child() -> None:
-            method = forget()
-            if method is not None:
-                method()
-
-        os.register_at_fork(after_in_child=in_forked_child)
+        in_every_forked_child(self._forget_the_parents)
 
     def _forget_the_parents(self) -> None:
         """In a forked child: the kernels held are the parent's to write, and its lock may have been held."""

@@ -14,15 +14,14 @@ import contextlib
 import dataclasses
 import json
 import logging
-import os
 import threading
-import weakref
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, TypeVar
 
 from tuned_kernels.registry.compiled_batch import CompiledKernelBatch
+from tuned_kernels.registry.forking import in_every_forked_child
 from tuned_kernels.registry.settings import Settings
 from tuned_kernels.registry.sources import LoadedSources
 
@@ -71,14 +70,7 @@ class Registry:
         self._open_lock = threading.Lock()
         self.host_modules: host_modules.BuildReport | None = None  # what the warm-up built
         self.warmup: threading.Thread | None = None
-        reset = weakref.WeakMethod(self._after_fork)  # the hook must not keep the registry alive
-
-        def in_forked_child() -> None:
-            method = reset()
-            if method is not None:
-                method()
-
-        os.register_at_fork(after_in_child=in_forked_child)
+        in_every_forked_child(self._after_fork)
         self.broken = False  # could not start: decides every key a miss, writes nothing
         self.stats = Stats()
         self.selection = Selection((), (), ())
