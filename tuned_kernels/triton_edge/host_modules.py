@@ -31,10 +31,9 @@ from tuned_kernels import model
 from tuned_kernels.triton_edge.cache_manager import METADATA_SUFFIX
 
 MAX_LAUNCHERS = 64  # distinct argument-type lists built per process (each a C compile)
-BUILD_NICENESS = (
-    10  # added to the builders' niceness: they and their C compilers yield the CPU to the program
-)
-MAX_METADATA_BYTES = 1 << 20
+# added to the builders' niceness: they and the C compilers they start yield the CPU to the program
+BUILD_NICENESS = 10
+MAX_METADATA_BYTES = 1 << 20  # a compiled kernel's metadata JSON larger than this is not read
 _DRIVERS = {  # backend: (driver module, its utilities' module name, its launchers' module name)
     "cuda": ("triton.backends.nvidia.driver", "cuda_utils", "__triton_launcher"),
 }
