@@ -20,6 +20,7 @@ import importlib
 import json
 import os
 import queue
+import sys
 import sysconfig
 import tempfile
 import threading
@@ -139,6 +140,8 @@ def build(specs: Sequence[LauncherSpec], jobs: int = 4) -> BuildReport:
 def _lower_priority() -> None:
     """Lowers this thread's CPU priority (Linux schedules threads on their own; the compilers it starts
     inherit it), so that building ahead does not slow the program's own start-up. Best effort."""
+    if not sys.platform.startswith("linux"):  # elsewhere a thread id is not a scheduling target
+        return
     try:
         thread = threading.get_native_id()
         os.setpriority(
