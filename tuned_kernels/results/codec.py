@@ -266,10 +266,10 @@ def check_schema_version(version: int) -> None:
     _require(version >= 1, "header.schema_version", f"1..{model.SCHEMA_VERSION}")
 
 
-def results_from_pb(msg: pb.Results) -> model.Results:
+def results_from_pb(msg: pb.Results, stored: packing.Entries) -> model.Results:
+    """Every entry of `msg`, decoded; `stored` is `msg`'s entries as opened (packed or not)."""
     header = header_from_pb(msg)
     tables = tables_from_pb(msg)
-    stored = packing.Entries(msg)
     entries = tuple(entry_from_pb(stored.raw(i), tables, f"entries[{i}]") for i in range(len(stored)))
     for sha in msg.blobs:
         _require(bool(_HEX64.match(sha)), "blobs", "keys of 64 hex digits")

@@ -62,14 +62,15 @@ class ResultsView:
         """Every entry, decoded and validated (once: the warm-up and the registry both ask)."""
         if self._results is None:
             try:
-                self._results = codec.results_from_pb(self._msg)
+                self._results = codec.results_from_pb(self._msg, self._stored)
             except ValueError as exc:
                 raise ResultsFormatError(self.path, str(exc)) from None
         return self._results
 
     def _position(self, digest: bytes) -> int | None:
-        """Where the entry with this slot digest is: the first few look-ups scan the digest list (C speed,
-        a few ms for 100k entries), later ones use a dict built once (which costs more than a scan)."""
+        """Where the entry with this slot digest is: the first few look-ups search the packed index or scan
+        the digest list (C speed, a few ms for 100k entries), later ones use a dict built once (which costs
+        more than a search)."""
         if self._slots is not None:
             return self._slots.get(digest)
         if self._stored.packed and self._scans < SCANS_BEFORE_DICT:

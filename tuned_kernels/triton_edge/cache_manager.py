@@ -171,11 +171,10 @@ class CompileListener:
             self.before(src=src, metadata=metadata, metadata_group=metadata_group, **rest)
         if _paused or rest.get("cache_hit"):  # a kernel found in Triton's cache was recorded when compiled
             return
-        metadata_name = next((n for n in sorted(metadata_group) if n.endswith(METADATA_SUFFIX)), "")
         try:
-            compiled = compiled_kernel(metadata_name, metadata_group, host_signature(src))
+            compiled = compiled_kernel(metadata_group, host_signature(src))
         except (OSError, ValueError, KeyError, TypeError) as exc:
-            self.on_problem(f"could not keep compiled kernel {metadata_name}: {exc}")
+            self.on_problem(f"could not keep compiled kernel {_metadata_name(metadata_group)}: {exc}")
             return
         if compiled is not None:
             self.recorder(*compiled)
@@ -189,10 +188,11 @@ def host_signature(src: Any) -> tuple[str, ...]:
 
 
 def compiled_kernel(
-    metadata_name: str, group: Mapping[str, str], signature: tuple[str, ...] = ()
+    group: Mapping[str, str], signature: tuple[str, ...] = ()
 ) -> tuple[model.Artifact, dict[str, bytes], str] | None:
     """The artifact Triton's cache holds under a group (metadata and binary, hashed), or None when the group
     is not a GPU kernel's; `signature` is its `host_signature`."""
+    metadata_name = _metadata_name(group)
     kept = {
         name: Path(path).read_bytes()
         for name, path in group.items()
@@ -209,6 +209,11 @@ def compiled_kernel(
     gpu_target = f"{target['backend']}:{target['arch']}:{target['warp_size']}"
     artifact = model.Artifact(str(metadata["hash"]), gpu_target, files, config, signature)
     return artifact, {f.sha256: kept[f.name] for f in files}, str(metadata["name"])
+
+
+def _metadata_name(group: Mapping[str, str]) -> str:
+    """The name of a cache group's metadata file ("" if it has none)."""
+    return next((n for n in sorted(group) if n.endswith(METADATA_SUFFIX)), "")
 
 
 def install(store: ArtifactStore, recorder: Recorder | None = None) -> None:

@@ -14,7 +14,7 @@ from collections.abc import Iterator, Mapping
 from typing import Any
 
 from tuned_kernels import model
-from tuned_kernels.triton_edge.cache_manager import METADATA_SUFFIX, compiled_kernel, host_signature
+from tuned_kernels.triton_edge.cache_manager import compiled_kernel, host_signature
 from tuned_kernels.triton_edge.keys import config_from_triton, config_to_triton, jit_function
 
 LAUNCH_ONLY = ("grid", "warmup")  # what a launch passes `Autotuner.run` beside the kernel's arguments
@@ -48,9 +48,7 @@ def warmup(autotuner: Any, named_args: Mapping[str, Any], config: model.Config) 
 def artifact_of(compiled: Any, config: model.Config) -> tuple[model.Artifact, dict[str, bytes]]:
     """The files Triton needs to load `compiled` (metadata and binary), hashed, with their bytes; `config`
     is the launch config it was compiled with."""
-    group = dict(compiled.metadata_group)
-    metadata_name = next((n for n in sorted(group) if n.endswith(METADATA_SUFFIX)), "")
-    found = compiled_kernel(metadata_name, group, host_signature(compiled.src))
+    found = compiled_kernel(dict(compiled.metadata_group), host_signature(compiled.src))
     if found is None:
         raise ValueError(f"{compiled.name}: Triton's cache holds no metadata and binary for it")
     artifact, blobs, _ = found
