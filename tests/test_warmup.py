@@ -71,6 +71,17 @@ def test_one_launcher_is_built_per_argument_type_list_of_the_bundles_of_this_tri
     assert host_modules.distinct(launcher_specs(views, triton.__version__), limit=1) == specs[:1]
 
 
+def test_a_kernels_metadata_is_read_only_if_it_is_what_its_sha256_names() -> None:
+    """The launch facts a launcher is generated from come from the bundle: bytes that are not the file
+    the bundle lists are not used (the launch, as ever, is left to Triton)."""
+    item, blobs = compiled("pkg.matmul", POINTERS)
+    artifact = item.artifacts[0]
+    assert host_modules.launcher_spec(artifact, blobs) is not None
+    metadata = next(f for f in artifact.files if f.name.endswith(".json"))
+    edited = {**blobs, metadata.sha256: b'{"tensordesc_meta": [{}]}'}
+    assert host_modules.launcher_spec(artifact, edited) is None
+
+
 class FakeDriver(types.ModuleType):
     """A backend's driver module as Triton 3.6 lays it out: `driver.c` beside it (its utilities' source),
     `make_launcher` (a launcher's C source per argument-type list and tensor descriptors), the libraries

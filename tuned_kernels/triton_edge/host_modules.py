@@ -64,13 +64,20 @@ class BuildReport:
 
 def launcher_spec(artifact: model.Artifact, blobs: Mapping[str, bytes]) -> LauncherSpec | None:
     """The launcher a compiled kernel of a bundle needs, or None where the bundle does not say (no
-    recorded signature) or says it badly (metadata missing, oversized or not a JSON object)."""
+    recorded signature) or says it badly (metadata missing, oversized, not what its sha256 names, or not a
+    JSON object)."""
     backend = artifact.gpu_target.split(":", 1)[0]
     if not artifact.host_signature or backend not in _DRIVERS:
         return None
     metadata_file = next((f for f in artifact.files if f.name.endswith(METADATA_SUFFIX)), None)
-    raw = blobs.get(metadata_file.sha256) if metadata_file is not None else None
-    if raw is None or len(raw) > MAX_METADATA_BYTES:
+    if metadata_file is None:
+        return None
+    raw = blobs.get(metadata_file.sha256)
+    if (
+        raw is None
+        or len(raw) > MAX_METADATA_BYTES
+        or hashlib.sha256(raw).hexdigest() != metadata_file.sha256
+    ):
         return None
     try:
         metadata = json.loads(raw)
@@ -101,8 +108,9 @@ def builds_ahead(backend: str) -> bool:
 
 def build(specs: Sequence[LauncherSpec], jobs: int = 4) -> BuildReport:
     """Builds the driver utilities of each backend named and every launcher in `specs` (in parallel: each
-    build is a C compiler process), through Triton's own classes; failures are counted, not raised. The
-    builders are daemon threads: a program that ends meanwhile does not wait for them."""
+    build is a C compiler process), from the C source Triton's driver generates (`compile_into_cache`);
+    failures are counted, not raised. The builders are daemon threads: a program that ends meanwhile does
+    not wait for them."""
     report = BuildReport()
     tasks: queue.SimpleQueue[tuple[Any, Any]] = queue.SimpleQueue()
     backends = [backend for backend in sorted({spec.backend for spec in specs}) if builds_ahead(backend)]
