@@ -360,6 +360,36 @@ def test_a_final_choice_other_than_the_winner_is_remembered_for_its_gemm_alone(
     assert [lowered(later)[2].template.uid for _ in range(2)] == ["triton::mm", "aten::mm"]  # type: ignore[union-attr]
 
 
+def test_gemms_of_one_key_timed_apart_are_each_served_their_own_final_choice(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Inductor timed each of two GEMMs sharing a key and the timings crowned different winners (as noise
+    does with close configs): each GEMM's occurrence is served its own, whichever the key keeps."""
+    from torch._inductor.virtualized import V
+
+    capture = tmp_path / "captured.pb.zst"
+    monkeypatch.setenv("TUNED_KERNELS_PATH", str(capture))
+    monkeypatch.setenv("TUNED_KERNELS_CACHE_DIR", str(tmp_path / "overlay"))
+    monkeypatch.setattr(choices, "key_of", lambda _: MM_KEY)
+    registry = Registry(Settings.from_environ({"TUNED_KERNELS_CAPTURE": str(capture)}))
+
+    def offered() -> tuple[_Choice, _Choice]:
+        return _Choice("triton::mm", BLOCK_M=64, num_warps=4, num_stages=3), _Choice("triton::mm", BLOCK_M=32)
+
+    captured = _Graph()
+    for winner in (0, 1):
+        choice = offered()
+        with V.set_graph_handler(captured):  # type: ignore[arg-type]
+            assert choices._serve(registry, {"triton": list(choice)}, None, "mm") is None
+        with resolving.installed(registry):
+            choices.remember_timings({choice[winner]: 0.010, choice[1 - winner]: 0.011}, "mm", [], [], dict)
+        choices.remember_final_choice(registry, choice[winner])
+    served, later = Registry(Settings()), _Graph()
+    with V.set_graph_handler(later):  # type: ignore[arg-type]
+        blocks = [choices._serve(served, {"triton": list(offered())}, None, "mm") for _ in range(2)]
+    assert [dict(b.params.to_kwargs())["BLOCK_M"] for b in blocks] == [64, 32]  # type: ignore[union-attr]
+
+
 def test_capture_keeps_the_kernels_of_inductors_code_not_those_it_compiled_only_to_time(
     tmp_path: Path,
 ) -> None:

@@ -107,12 +107,12 @@ def measured_entry(
     chosen: model.Config | None = None,
 ) -> model.Entry | None:
     """The entry a miss leaves behind: the fastest config (or `chosen`, where the caller chose one of the
-    timed configs on more than its time alone), the next best few, how it was found (None when no config
-    ran: nothing to remember)."""
+    timed configs on more than its time alone, or chose without timings it could hand over), the next best
+    few, how it was found (None when no config ran and none was chosen: nothing to remember)."""
     ranked = sorted((t, repr(c), c) for c, t in timings.items() if t != float("inf"))
-    if not ranked:
+    if not ranked and chosen is None:
         return None
-    best = chosen if chosen is not None and chosen in timings else ranked[0][2]
+    best = chosen if chosen is not None and (chosen in timings or not ranked) else ranked[0][2]
     kept = ranked[:5] + [r for r in ranked[5:] if r[2] == best]
     return model.Entry(
         kernel=identity,

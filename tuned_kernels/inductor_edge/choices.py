@@ -8,8 +8,10 @@ them the feedback saver hands the timings of the missed key back to the resolver
 
 Several GEMMs of a graph may share one key (a model's q, k and v projections) and still end differently:
 Inductor's scheduler fuses an epilogue into a Triton template for one of them and keeps ATen's kernel for
-another. Such a final choice is remembered for that GEMM alone, at the key and its occurrence in the graph
-(`at_occurrence`), and served there before the key's winner, so a served graph is the captured graph.
+another, and where it times each of them, their winners differ by the noise of timing. So each GEMM's final
+choice is remembered for that GEMM alone, at the key and its occurrence in the graph (`at_occurrence`), and
+served there before the key's winner; the fusions into it are remembered there too (fusion.py), so a served
+graph is the captured graph.
 """
 
 from __future__ import annotations
@@ -27,6 +29,7 @@ from torch._inductor.lookup_table import LookupTableChoices
 from tuned_kernels import model, resolving
 from tuned_kernels.decision import Decision
 from tuned_kernels.errors import one_line
+from tuned_kernels.inductor_edge import fusion
 from tuned_kernels.inductor_edge.keys import config_of, identity_of, key_of
 
 
@@ -39,16 +42,12 @@ class _Missed:
     decision: Decision
 
 
-@dataclass(frozen=True)
-class _Recorded:
-    timings: dict[model.Config, float]
-    best: model.Config
-
-
 # the choices handed to Inductor on a miss, until its autotuning reports their timings
 _missed: weakref.WeakKeyDictionary[Any, _Missed] = weakref.WeakKeyDictionary()
-# what was recorded per missed key, in case the scheduler finally takes another of the timed choices
-_recorded: dict[model.EntrySlot, _Recorded] = {}
+# the timings last recorded per missed key, which the final choice of its GEMM is remembered with
+_recorded: dict[model.EntrySlot, dict[model.Config, float]] = {}
+# the choices served, with the GEMM each was served for
+_served: weakref.WeakKeyDictionary[Any, fusion.Gemm] = weakref.WeakKeyDictionary()
 # per graph being lowered, how many GEMMs of each key it has had
 _seen: weakref.WeakKeyDictionary[Any, Counter[model.TuningKey]] = weakref.WeakKeyDictionary()
 
@@ -97,6 +96,15 @@ class TunedChoices(LookupTableChoices):
             kwarg_overrides,
         )
 
+    @staticmethod
+    def can_fuse_vertical(scheduler: Any, node1: Any, node2: Any, shared_data_score: int) -> bool:
+        """Into a served GEMM template, only the kinds of fusion its capture took (fusion.py)."""
+        resolver = resolving.current()
+        if resolver is not None:
+            with _never_breaking_the_compile(resolver, "look up a GEMM's captured fusions"):
+                return fusion.allows(resolver, node1, node2, _served_gemm)
+        return True
+
 
 def _serve(
     resolver: resolving.Resolver, offered: dict[str, list[Any]], kernel_inputs: Any, op_name: str
@@ -116,7 +124,9 @@ def _serve(
     for asked in (occurrence_key, key):
         decision = resolver.serve(identity, asked, own.__contains__)
         if decision.served:
-            return own[decision.configs[0]]
+            served = own[decision.configs[0]]
+            _served[served] = fusion.Gemm(identity, occurrence_key)
+            return served
     for config, ktc in own.items():
         _missed[ktc] = _Missed(identity, key, occurrence_key, config, decision)
     return None
@@ -164,38 +174,44 @@ def _remember(resolver: resolving.Resolver, timings: dict[Any, float]) -> None:
             measured[missed.config] = float(ms)
     entry = resolver.record(winner.identity, winner.key, measured, winner.decision)
     if entry is not None:
-        _recorded[entry.slot] = _Recorded(measured, entry.best)
+        _recorded[entry.slot] = measured
 
 
 def remember_final_choice(resolver: resolving.Resolver, caller: Any) -> None:
-    """The scheduler's final choice for a GEMM, where it is not the key's recorded winner: a Triton template
-    slower alone but faster with an epilogue fused into it, or ATen's kernel where the winning template's
-    layout conflicts with its inputs'. It is remembered for that GEMM's occurrence in the graph, so that a
-    served process takes it there (and generates the same kernels), and the key's other GEMMs the winner."""
+    """The scheduler's final choice for a GEMM whose choices Inductor timed, remembered for that GEMM's
+    occurrence in the graph, so that a served process takes it there and generates the same kernels. It may
+    not be the key's winner: a Triton template slower alone but faster with an epilogue fused into it, ATen's
+    kernel where the winning template's layout conflicts with its inputs', or the winner of this GEMM's own
+    timings where Inductor timed each GEMM of a key (their winners differ by the noise of timing)."""
     missed = _missed_of(caller)
     if missed is None:
         return
     recorded = _recorded.get(model.slot_of(missed.identity, missed.key))
-    if recorded is None or recorded.best == missed.config or missed.config not in recorded.timings:
+    if recorded is None or missed.config not in recorded:
         return
-    resolver.record(
-        missed.identity, missed.occurrence_key, recorded.timings, missed.decision, chosen=missed.config
-    )
+    resolver.record(missed.identity, missed.occurrence_key, recorded, missed.decision, chosen=missed.config)
 
 
 def watch_final_choices() -> None:
-    """Inductor has no hook for the scheduler's final choice among a GEMM's timed choices, so the two
-    methods that take one are wrapped, once per process: `MultiTemplateBuffer.finalize_as_triton_caller`
-    (a Triton template) and `ExternKernelCaller.output_node` (ATen's kernel)."""
+    """Inductor has no hook for the scheduler's final choice among a GEMM's timed choices, nor for the
+    fusions it took, so the methods that take them are wrapped, once per process:
+    `MultiTemplateBuffer.finalize_as_triton_caller` (a Triton template), `ExternKernelCaller.output_node`
+    (ATen's kernel) and `Scheduler.finalize_multi_template_buffers` (run once fusion is done)."""
     from torch._inductor.ir import MultiTemplateBuffer
+    from torch._inductor.scheduler import Scheduler
     from torch._inductor.select_algorithm import ExternKernelCaller
 
-    _after(MultiTemplateBuffer, "finalize_as_triton_caller", lambda _buffer, caller: caller)
-    _after(ExternKernelCaller, "output_node", lambda caller: caller)
+    final_choice = "remember Inductor's final GEMM choice"
+    _after(MultiTemplateBuffer, "finalize_as_triton_caller", final_choice,
+           lambda resolver, _buffer, caller: remember_final_choice(resolver, caller))  # fmt: skip
+    _after(ExternKernelCaller, "output_node", final_choice, remember_final_choice)
+    _after(Scheduler, "finalize_multi_template_buffers", "remember the fusions into timed GEMMs",
+           lambda resolver, scheduler: fusion.record_timed(resolver, scheduler.nodes, _timed_gemm))  # fmt: skip
 
 
-def _after(cls: type, method: str, caller_of: Callable[..., Any]) -> None:
-    """Wraps `cls.method`: once it has run, the caller it took is remembered as a final choice."""
+def _after(cls: type, method: str, what: str, then: Callable[..., None]) -> None:
+    """Wraps `cls.method`: once it has run, `then(resolver, *its arguments)` (where a resolver is installed;
+    a failure of `then` is one warning, naming `what` it could not do)."""
     original = getattr(cls, method)
     if getattr(original, "tuned_kernels_wrapped", False):
         return
@@ -205,8 +221,8 @@ def _after(cls: type, method: str, caller_of: Callable[..., Any]) -> None:
         result = original(*args)
         resolver = resolving.current()
         if resolver is not None:
-            with _never_breaking_the_compile(resolver, "remember Inductor's final GEMM choice"):
-                remember_final_choice(resolver, caller_of(*args))
+            with _never_breaking_the_compile(resolver, what):
+                then(resolver, *args)
         return result
 
     wrapped.tuned_kernels_wrapped = True  # type: ignore[attr-defined]
@@ -216,3 +232,21 @@ def _after(cls: type, method: str, caller_of: Callable[..., Any]) -> None:
 def _missed_of(caller: Any) -> _Missed | None:
     ktc = getattr(caller, "annotations", {}).get("ktc")
     return _missed.get(ktc) if ktc is not None else None
+
+
+def _timed_gemm(template: Any) -> fusion.Gemm | None:
+    """The GEMM of a template buffer whose choices Inductor timed (a miss)."""
+    from torch._inductor.ir import MultiTemplateBuffer
+
+    if isinstance(template, MultiTemplateBuffer):
+        for caller in template.choices:
+            missed = _missed_of(caller)
+            if missed is not None:
+                return fusion.Gemm(missed.identity, missed.occurrence_key)
+    return None
+
+
+def _served_gemm(template: Any) -> fusion.Gemm | None:
+    """The GEMM of a template buffer served its one choice."""
+    ktc = getattr(template, "annotations", {}).get("ktc")
+    return _served.get(ktc) if ktc is not None else None

@@ -18,6 +18,7 @@ from tuned_kernels import model
 
 PREFIX = "inductor."
 TEMPLATE = "template_id"  # the config kwarg naming the template (as torch's look-up table does)
+FUSION = ".fusion"  # `inductor.mm.fusion`: the fusions a GEMM took (fusion.py)
 
 
 @functools.cache
