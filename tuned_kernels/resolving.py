@@ -48,6 +48,13 @@ class Resolver(Protocol):
         served, or the miss to measure (then handed to `record`). `fits` says which configs it offers."""
         ...
 
+    def decide(
+        self, identity: model.KernelIdentity, key: model.TuningKey, fits: Callable[[model.Config], bool]
+    ) -> Decision:
+        """As `serve`, but not counted: for a decision that is part of one already counted (the fusions
+        into a GEMM served its choice)."""
+        ...
+
     def record(
         self,
         identity: model.KernelIdentity,

@@ -100,7 +100,7 @@ def _captured(resolver: resolving.Resolver, template: Any, served_gemm_of: GemmO
         gemm = served_gemm_of(template) if template is not None else None
         fused = None
         if gemm is not None:
-            decision = resolver.serve(identity_for(gemm.identity), gemm.occurrence_key, fits)
+            decision = resolver.decide(identity_for(gemm.identity), gemm.occurrence_key, fits)
             fused = _CONFIGS[decision.configs[0]] if decision.served else None
         annotations[ANNOTATION] = fused
     return annotations[ANNOTATION]  # type: ignore[no-any-return]
