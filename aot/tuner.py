@@ -24,7 +24,7 @@ from tuned_kernels import model, resolving, search
 from tuned_kernels.choice import ImplementationChoice
 from tuned_kernels.nearest import nearest_key
 from tuned_kernels.triton_edge import autotuner
-from tuned_kernels.triton_edge.benchmarker import Benchmarker
+from tuned_kernels.triton_edge.benchmarker import Benchmarker, launch_inclusive
 from tuned_kernels.triton_edge.compile import artifact_of, is_compiled_kernel, warmup
 from tuned_kernels.triton_edge.keys import config_from_triton, kernel_identity
 from tuned_kernels.triton_edge.launch import config_space, forced_config, probe_key
@@ -158,6 +158,12 @@ class Tuner:
         check_inputs = family.make_inputs(item.case, self.device, self._generator(CHECK_SEED_OFFSET))
         reference = family.reference(check_inputs)
         space = {config_from_triton(c): c for c in config_space(kernel, named)}
+        # implementations of one op are compared with their launches counted; a kernel's configs on the device
+        benchmarker = (
+            launch_inclusive(self.benchmarker)
+            if isinstance(kernel, ImplementationChoice)
+            else self.benchmarker
+        )
         rejected: list[model.Rejection] = []
         progress: dict[str, Any] = {"done": 0, "best": None, "best_ms": None}
         on_config(0, len(space), None, None)
@@ -180,7 +186,7 @@ class Tuner:
                     if reason is None:
                         t0 = time.monotonic()
                         try:
-                            return self.benchmarker(lambda: family.run(bench_inputs))
+                            return benchmarker(lambda: family.run(bench_inputs))
                         finally:
                             self.seconds["benchmark"] += time.monotonic() - t0
                 except Exception as exc:  # a config that fails to compile or run must not stop the tune

@@ -59,3 +59,37 @@ def test_with_nothing_installed_the_default_runs() -> None:
     with resolving.installed(None):
         choice(torch.zeros(2), 8)
     assert calls == ["a"]
+
+
+def test_implementations_are_compared_with_their_launches_counted() -> None:
+    """A kernel fast on the device but slow to launch (a Python launcher) loses to a library call slower on
+    the device that launches at once: a program calling the op in a loop runs at the pace of the slower."""
+    import time
+
+    from tuned_kernels.triton_edge.benchmarker import LaunchInclusiveBenchmarker
+
+    def slow_to_launch() -> None:
+        time.sleep(0.002)
+
+    def launches_at_once() -> None:
+        return None
+
+    device_ms = {slow_to_launch: 0.010, launches_at_once: 0.015}
+    bench = LaunchInclusiveBenchmarker(device_ms.__getitem__, calls=3, batches=3, synchronize=lambda: None)
+    timings = {fn: bench(fn) for fn in device_ms}
+    assert timings[launches_at_once] == 0.015  # its device time: the host issues it sooner
+    assert timings[slow_to_launch] >= 2.0  # its launch, not its 0.010 ms on the device
+    assert min(timings, key=timings.__getitem__) is launches_at_once
+
+
+def test_only_device_timings_gain_the_launch_a_wall_clock_already_counts() -> None:
+    from tuned_kernels.triton_edge.benchmarker import (
+        DeviceBenchmarker,
+        LaunchInclusiveBenchmarker,
+        WallClockBenchmarker,
+        launch_inclusive,
+    )
+
+    wall = WallClockBenchmarker()
+    assert launch_inclusive(wall) is wall
+    assert isinstance(launch_inclusive(DeviceBenchmarker()), LaunchInclusiveBenchmarker)

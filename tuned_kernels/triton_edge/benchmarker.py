@@ -1,5 +1,6 @@
 """The one benchmarker interface, with a device-event implementation for GPUs and a wall-clock one for the
-cpu target (Triton's interpreter has no driver to time with)."""
+cpu target (Triton's interpreter has no driver to time with); implementations of one op are compared with
+their launches counted (`launch_inclusive`)."""
 
 from __future__ import annotations
 
@@ -51,10 +52,62 @@ class WallClockBenchmarker:
         return statistics.median(samples)
 
 
+class LaunchInclusiveBenchmarker:
+    """A call's cost to a program that makes it again and again: its device time or the host's time to issue
+    it (Python, argument handling, the launcher, the driver), whichever is longer, since a stream of calls
+    runs at the pace of the slower. For choosing among implementations of one op (a Triton kernel behind its
+    Python launcher against a library call): a device time alone hides the launch, and on decode-sized
+    GEMMs the launch is as long as the kernel."""
+
+    def __init__(
+        self,
+        device: Benchmarker,
+        calls: int = 20,
+        batches: int = 5,
+        synchronize: Callable[[], object] | None = None,
+    ) -> None:
+        self.device = device
+        self.calls = calls  # few enough to be issued without waiting for the device's queue
+        self.batches = batches
+        self.synchronize = synchronize  # waits for the device (default: the active Triton driver's)
+
+    def __call__(self, fn: Callable[[], object]) -> float:
+        return max(self.device(fn), self.host_ms(fn))
+
+    def host_ms(self, fn: Callable[[], object]) -> float:
+        """The median time the host takes to issue one call, the device idle before each batch."""
+        synchronize = self.synchronize or _device_synchronize()
+        samples = []
+        for _ in range(self.batches):
+            synchronize()
+            t0 = time.perf_counter()
+            for _ in range(self.calls):
+                fn()
+            samples.append((time.perf_counter() - t0) * 1e3 / self.calls)
+        synchronize()
+        return statistics.median(samples)
+
+
+def _device_synchronize() -> Callable[[], object]:
+    from triton import runtime
+
+    return runtime.driver.active.get_device_interface().synchronize  # type: ignore[no-any-return]
+
+
 def default_benchmarker(on_gpu: bool) -> Benchmarker:
     return DeviceBenchmarker() if on_gpu else WallClockBenchmarker()
 
 
+def launch_inclusive(benchmarker: Benchmarker) -> Benchmarker:
+    """`benchmarker` counting what the host spends on each call too (a wall clock already does)."""
+    if isinstance(benchmarker, DeviceBenchmarker):
+        return LaunchInclusiveBenchmarker(benchmarker)
+    return benchmarker
+
+
 def quick_benchmarker() -> Benchmarker:
-    """For choosing at run time among a few implementations (an `ImplementationChoice` miss): short."""
-    return WallClockBenchmarker(min_reps=3, min_seconds=0.0) if interpreting() else DeviceBenchmarker(5, 20)
+    """For choosing at run time among a few implementations (an `ImplementationChoice` miss): short, and
+    counting each one's launch."""
+    if interpreting():
+        return WallClockBenchmarker(min_reps=3, min_seconds=0.0)
+    return launch_inclusive(DeviceBenchmarker(5, 20))
