@@ -9,7 +9,9 @@ the down projection), slower, with no tuned configs in the bundle for them.
 So capture records, for each GEMM occurrence that Inductor timed and that ended on a Triton template, whether
 an epilogue and a prologue were fused into it: an entry `inductor.<op>.fusion` at the GEMM's occurrence key,
 config `epilogue=... prologue=...`. Serving lets into a served template only the kinds of fusion its capture
-took. A GEMM with no such entry: Inductor decides, as without tuned-kernels.
+took. A GEMM with no such entry: Inductor decides, as without tuned-kernels. Like a GEMM's final choice, the
+record is keyed by the GEMM's key and its occurrence in the graph, so another program's GEMM of that key at
+that place is held to it too.
 """
 
 from __future__ import annotations
