@@ -16,6 +16,9 @@ Steps (each a fresh process where start-up is measured; ratios from one run):
            caches / Triton's warm caches / only the bundle `tuned-kernels capture` made, with and without
            the warm-up (TUNED_KERNELS_WARMUP=0), fresh processes, alternating, with kernels compiled counted
            (`--steps programs`, `--programs` to run some)
+  choices  P9: ops.matmul's two implementations on the 36 decode keys (M = 1, 16, 64), the committed
+           full-matmul bundle serving: device time alone vs launch-inclusive, the choice each makes, and
+           ops.matmul vs torch.matmul launch-inclusive (`--steps choices`; benchmarks/choice_timing.py)
   inductor P8: torch.compile on the GPU, a 2-block MLP and 4 Llama-style decoder blocks (fp16, 512 tokens):
            first call with max-autotune and no caches / max-autotune, Inductor's and Triton's warm caches /
            max-autotune with only the bundle `tuned-kernels capture` made (empty caches) / default mode, no
@@ -227,6 +230,15 @@ class Bench:
         paths = [str(self.work / f"{n}.pb.zst") for n in names if (self.work / f"{n}.pb.zst").exists()]
         self.report["quality"] = self.child("quality", paths, self.env(self.tune_cache))
 
+    def choices(self) -> None:
+        out = self.work / "choice-timing.json"
+        bundle = HERE / "matmul-full-h100-triton3.6.0.pb.zst"
+        self.run(
+            [sys.executable, str(HERE / "choice_timing.py"), str(out)],
+            self.env(TUNED_KERNELS_PATH=str(bundle)),
+        )
+        self.report["choices"] = json.loads(out.read_text())
+
     def load(self, entries: int, repeats: int) -> None:
         bundle = self.work / "synthetic.pb.zst"
         synthetic_bundle(bundle, entries)
@@ -339,6 +351,16 @@ def table(r: dict[str, Any]) -> str:
             f"| {pid} | {what} | {measured} | {goal} | {'-' if met is None else 'yes' if met else 'NO'} |"
         )
 
+    if "choices" in r:
+        c = r["choices"]
+        ratios = [x["ops_matmul_vs_torch_inclusive"] for x in c["rows"]]
+        row(
+            "P9",
+            f"ops.matmul vs torch.matmul, launch-inclusive, {c['keys']} decode keys: geomean (min)",
+            f"{geomean(ratios):.3f} ({min(ratios):.3f}); choices that launches flip: {c['choices_flipped_by_launch']}",
+            "≥ 0.97 every key (issue 16)",
+            min(ratios) >= 0.97,
+        )
     for name, m in r.get("inductor", {}).items():
         first = {
             k: statistics.median(x["first_call_s"] for x in m[k]) for k in ("warm_caches", "bundle_only")
