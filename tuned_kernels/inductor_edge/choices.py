@@ -229,8 +229,13 @@ def _after(cls: type, method: str, what: str, then: Callable[..., None]) -> None
     setattr(cls, method, wrapped)
 
 
+def _ktc_of(made: Any) -> Any:
+    """The `KernelTemplateChoice` a caller or a buffer was made from (Inductor's annotation), or None."""
+    return getattr(made, "annotations", {}).get("ktc")
+
+
 def _missed_of(caller: Any) -> _Missed | None:
-    ktc = getattr(caller, "annotations", {}).get("ktc")
+    ktc = _ktc_of(caller)
     return _missed.get(ktc) if ktc is not None else None
 
 
@@ -248,5 +253,5 @@ def _timed_gemm(template: Any) -> fusion.Gemm | None:
 
 def _served_gemm(template: Any) -> fusion.Gemm | None:
     """The GEMM of a template buffer served its one choice."""
-    ktc = getattr(template, "annotations", {}).get("ktc")
+    ktc = _ktc_of(template)
     return _served.get(ktc) if ktc is not None else None

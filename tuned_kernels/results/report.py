@@ -120,12 +120,12 @@ def _config_label(entry: model.Entry) -> str:
     """Inductor's GEMM choices read template first (`triton::mm BLOCK_M=128 ... warps=8 stages=5`, or
     just `aten::mm`: an ATen kernel has no launch parameters of ours); the fusions a GEMM took, as what
     was fused (`epilogue=True prologue=False`)."""
-    kwargs = dict(entry.best.kwargs)
     name = entry.kernel.name
     if name.startswith(inductor_keys.PREFIX) and name.endswith(inductor_keys.FUSION):
         return " ".join(f"{k}={v}" for k, v in entry.best.kwargs)
+    kwargs = dict(entry.best.kwargs)
     template = kwargs.pop(inductor_keys.TEMPLATE, None)
-    if not entry.kernel.name.startswith(inductor_keys.PREFIX) or not isinstance(template, str):
+    if not name.startswith(inductor_keys.PREFIX) or not isinstance(template, str):
         return entry.best.describe()
     if template.startswith("aten::"):
         return template
