@@ -159,12 +159,12 @@ def recording_paused() -> Iterator[None]:
 
 class CompileListener:
     """Triton's `knobs.compilation.listener` while capturing: each kernel Triton compiles outside
-    benchmarking goes to `recorder` with its host signature; the listener set before still hears every one."""
+    benchmarking goes to `recorder` with its host signature; the listener set before still hears every one.
+    A kernel it cannot keep is a problem told to the installed store."""
 
-    def __init__(self, recorder: Recorder, before: Any, on_problem: Callable[[str], None]) -> None:
+    def __init__(self, recorder: Recorder, before: Any) -> None:
         self.recorder = recorder
         self.before = before
-        self.on_problem = on_problem
 
     def __call__(self, *, src: Any, metadata: Any, metadata_group: dict[str, str], **rest: Any) -> None:
         if self.before is not None and src is not None:
@@ -174,7 +174,8 @@ class CompileListener:
         try:
             compiled = compiled_kernel(metadata_group, host_signature(src))
         except (OSError, ValueError, KeyError, TypeError) as exc:
-            self.on_problem(f"could not keep compiled kernel {_metadata_name(metadata_group)}: {exc}")
+            name = _metadata_name(metadata_group)
+            ArtifactCacheManager.store.on_problem(f"could not keep compiled kernel {name}: {exc}")
             return
         if compiled is not None:
             self.recorder(*compiled)
@@ -226,10 +227,7 @@ def install(store: ArtifactStore, recorder: Recorder | None = None) -> None:
         if _capturing:
             _capturing[0].recorder = recorder
         else:
-            listener = CompileListener(
-                recorder, knobs.compilation.listener, lambda said: store.on_problem(said)
-            )
-            _capturing.append(listener)
+            _capturing.append(CompileListener(recorder, knobs.compilation.listener))
         knobs.compilation.listener = _capturing[0]
     current = knobs.cache.manager_class or FileCacheManager
     if current is not ArtifactCacheManager:
