@@ -35,7 +35,7 @@ class MatmulTileHeuristic:
     chips the 128 x 256 x 64 tile with 8 warps and 3 stages (Triton's own tutorial's best on an H100)."""
 
     def is_eligible(self, target: Target, family: str) -> bool:
-        return family.startswith("matmul")
+        return family.startswith("matmul") and family != "matmul_skinny"
 
     def seed_configs(self, target: Target, case: Case, space: Sequence[Config]) -> list[Config]:
         m = int(case["M"])
@@ -46,6 +46,20 @@ class MatmulTileHeuristic:
             want = {"BLOCK_M": 128, "BLOCK_N": 256, "BLOCK_K": 64, "num_warps": 8, "num_stages": 3}
         else:
             want = {"BLOCK_M": 128, "BLOCK_N": 128, "BLOCK_K": 64, "num_warps": 8, "num_stages": 3}
+        return _closest(space, want)
+
+
+class SplitKHeuristic:
+    """The split-K kernel for skinny M: enough programs to keep every SM loading B (a few K parts per
+    64-column tile), long K steps, a deep pipeline."""
+
+    def is_eligible(self, target: Target, family: str) -> bool:
+        return family == "matmul_skinny"
+
+    def seed_configs(self, target: Target, case: Case, space: Sequence[Config]) -> list[Config]:
+        sms = target.multiprocessor_count or 132  # a target named without its device: an H100's
+        split = max(1, min(16, 2 * sms // max(1, int(case["N"]) // 64)))
+        want = {"BLOCK_N": 64, "BLOCK_K": 128, "SPLIT_K": 1 << (split.bit_length() - 1), "num_stages": 4}
         return _closest(space, want)
 
 
@@ -61,7 +75,7 @@ class RowBlockHeuristic:
         return _closest(space, {"BLOCK_N": block, "num_warps": min(16, max(1, block // 512))})
 
 
-HEURISTICS: tuple[SeedHeuristic, ...] = (MatmulTileHeuristic(), RowBlockHeuristic())
+HEURISTICS: tuple[SeedHeuristic, ...] = (MatmulTileHeuristic(), SplitKHeuristic(), RowBlockHeuristic())
 
 
 def heuristic_seeds(target: Target, family: str, case: Case, space: Sequence[Config]) -> list[Config]:

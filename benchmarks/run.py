@@ -102,6 +102,8 @@ class Bench:
             "--kernels",
             "matmul",
             "--kernels",
+            "matmul_skinny",
+            "--kernels",
             "matmul_impl",
         )
         runs = (
@@ -269,7 +271,8 @@ class Bench:
         gpus = torch.cuda.device_count()
         rows = {}
         for label, visible in (("1 GPU", "0"), (f"{gpus} GPUs", ",".join(map(str, range(gpus))))):
-            argv = ["tune", "--shapes", "full", "--kernels", "matmul", "--time-budget", str(budget_s)]
+            argv = ["tune", "--shapes", "full", "--kernels", "matmul", "--kernels", "matmul_skinny"]
+            argv += ["--time-budget", str(budget_s)]
             output = str(self.work / f"s{len(rows)}.pb")
             wall, text = self.tool([*argv, "-o", output, "--json"], self.env(CUDA_VISIBLE_DEVICES=visible))
             rows[label] = {"wall_s": wall, "budget_s": budget_s, **json.loads(text)}

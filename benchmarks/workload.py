@@ -29,6 +29,7 @@ import triton  # noqa: E402
 import triton.language as tl  # noqa: E402
 from tuned_kernels.aot.corpus import Case  # noqa: E402
 from tuned_kernels.aot.kernels.builtin import CORPUS as BUILTIN  # noqa: E402
+from tuned_kernels.aot.kernels.skinny_matmul import SKINNY_M  # noqa: E402
 
 _FAMILIES = {f.name: f for f in BUILTIN}
 _FP16 = [(m, n, 4096) for n in (4096, 14336) for m in (16, 4096)]
@@ -42,8 +43,16 @@ def _matmul(shapes: list[tuple[int, int, int]], dtype: str, **extra: str) -> lis
 
 
 _MATMUL_SHAPES = {"cold": _matmul(_FP16, "float16"), "bf16": _matmul(_BF16, "bfloat16")}
+
+
+def _rows(shapes: dict[str, list[Case]], skinny: bool) -> dict[str, list[Case]]:
+    """The cases of `shapes` that triton_matmul's split-K kernel takes (skinny) or its tile kernel takes."""
+    return {name: [c for c in cases if (c["M"] <= SKINNY_M) == skinny] for name, cases in shapes.items()}
+
+
 CORPUS = (
-    dataclasses.replace(_FAMILIES["matmul"], shapes=_MATMUL_SHAPES),
+    dataclasses.replace(_FAMILIES["matmul"], shapes=_rows(_MATMUL_SHAPES, skinny=False)),
+    dataclasses.replace(_FAMILIES["matmul_skinny"], shapes=_rows(_MATMUL_SHAPES, skinny=True)),
     dataclasses.replace(
         _FAMILIES["matmul_bias_act"], shapes={"cold": _matmul(_FUSED, "float16", act="silu")}
     ),
@@ -236,7 +245,7 @@ def quality(paths: list[str]) -> dict[str, Any]:
                     for path, chosen in winners.items():
                         if chosen.get((name, key)) in times:
                             row[os.path.basename(path)] = best_now / times[chosen[(name, key)]]
-                    if family.name == "matmul":
+                    if family.name in ("matmul", "matmul_skinny"):
                         a, b = inputs["a"], inputs["b"]
                         cublas = bench(lambda a=a, b=b: torch.matmul(a, b))
                         row["cublas_ms"] = cublas

@@ -46,6 +46,8 @@ def main() -> None:
         "--kernels",
         "matmul",
         "--kernels",
+        "matmul_skinny",
+        "--kernels",
         "matmul_impl",
         "--kernels",
         "softmax",

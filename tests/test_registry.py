@@ -220,14 +220,14 @@ def test_the_compiler_fingerprint_names_this_triton() -> None:
 def test_matmul_dispatches_to_the_implementation_recorded_for_its_key(
     tmp_path: Path, impl: str, kernel_launched: bool
 ) -> None:
-    from tuned_kernels.aot.kernels import matmul
+    from tuned_kernels.aot.kernels import matmul, skinny_matmul
 
     from tuned_kernels.triton_edge.keys import kernel_identity
 
-    key = (16, 64, 64, "torch.float16", "torch.float16", "torch.float16")
+    key = (16, 64, 64, "torch.float16", "torch.float16", "torch.float16")  # 16 rows: the split-K kernel's
     choice = model.Config.of({"IMPL": impl})
     tile = model.Config.of(
-        {"BLOCK_M": 32, "BLOCK_N": 32, "BLOCK_K": 32, "GROUP_M": 8}, num_warps=4, num_stages=3
+        {"BLOCK_M": 16, "BLOCK_N": 32, "BLOCK_K": 64, "SPLIT_K": 1}, num_warps=4, num_stages=4
     )
     target = target_for_arch("cpu")
     header = model.Header(
@@ -235,7 +235,12 @@ def test_matmul_dispatches_to_the_implementation_recorded_for_its_key(
     )
     entries = (
         model.Entry(kernel_identity(matmul.MATMUL_CHOICE), key, choice, (model.Timing(choice, 1.0),)),
-        model.Entry(kernel_identity(matmul.matmul_kernel), key, tile, (model.Timing(tile, 1.0),)),
+        model.Entry(  # its key also has the dtypes of its workspace: fp32 partial sums, int32 counters
+            kernel_identity(skinny_matmul.matmul_skinny_kernel),
+            (*key, "torch.float32", "torch.int32"),
+            tile,
+            (model.Timing(tile, 1.0),),
+        ),
     )
     bundle = tmp_path / "bundle.pb"
     write_results(bundle, model.Results(header, tuple(sorted(entries, key=model.entry_sort_key))))

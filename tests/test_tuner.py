@@ -149,6 +149,19 @@ def test_matmul_seeds_follow_the_shape_and_the_chip() -> None:
     assert heuristic_seeds(target_for_arch("sm90"), "attention", prefill, space) == []
 
 
+@pytest.mark.parametrize(("n", "split"), [(4096, 4), (14336, 1), (28672, 1)])
+def test_split_k_seeds_split_narrow_products_until_every_sm_has_work(n: int, split: int) -> None:
+    from tuned_kernels.aot.kernels.skinny_matmul import prune_skinny, skinny_configs
+
+    from tuned_kernels.triton_edge.keys import config_from_triton
+
+    case = Case.of(M=1, N=n, K=4096, dtype="float16")
+    space = [config_from_triton(c) for c in prune_skinny(skinny_configs(), {"M": 1, "N": n, "K": 4096})]
+    seeds = heuristic_seeds(target_for_arch("sm90"), "matmul_skinny", case, space)
+    first = dict(seeds[0].kwargs)
+    assert (first["SPLIT_K"], first["BLOCK_N"], first["BLOCK_K"]) == (split, 64, 128)
+
+
 def test_tune_command_writes_a_results_file_inspect_can_read(tmp_path: Path) -> None:
     out = tmp_path / "r.textproto"
     run = subprocess.run(

@@ -8,6 +8,7 @@ from typing import Any
 import torch
 from tuned_kernels.aot.corpus import Case, Inputs, KernelFamily
 from tuned_kernels.aot.kernels import attention, matmul, rowwise
+from tuned_kernels.aot.kernels.skinny_matmul import SKINNY_M, matmul_skinny_kernel
 
 DTYPES = {"float16": torch.float16, "bfloat16": torch.bfloat16, "float32": torch.float32}
 # (N, K) pairs from real models (Llama-3 8B / 70B projections), M from decode (1) to long prefill (8192)
@@ -43,7 +44,7 @@ def _matmul_cases(dtypes: tuple[str, ...], full: bool, **extra: str) -> list[Cas
         return [
             Case.of(M=m, N=n, K=k, dtype=dt, **extra)
             for dt in dtypes
-            for m, n, k in ((16, 64, 64), (96, 80, 64))
+            for m, n, k in ((16, 64, 256), (96, 80, 64))
         ]
     return [Case.of(M=m, N=n, K=k, dtype=dt, **extra) for dt in dtypes for n, k in LLM_NK for m in LLM_M]
 
@@ -105,7 +106,8 @@ def _rms_norm_ref(i: Inputs) -> torch.Tensor:
     return result
 
 
-def _matmul_family(name: str, kernel: Any, run: Any) -> KernelFamily:
+def _matmul_family(name: str, kernel: Any, run: Any, rows: range = range(1, 1 << 31)) -> KernelFamily:
+    """`rows`: the M values whose cases launch `kernel` (triton_matmul's split-K kernel takes skinny M)."""
     return KernelFamily(
         name=name,
         kernel=kernel,
@@ -115,8 +117,8 @@ def _matmul_family(name: str, kernel: Any, run: Any) -> KernelFamily:
         tolerance=(2e-2, 1e-2),
         # bf16 only on GPU runners: Triton 3.9's interpreter returns garbage for bf16 dot (seen: errors ~1e10)
         shapes={
-            "quick": _matmul_cases(("float16",), False),
-            "full": _matmul_cases(("float16", "bfloat16"), True),
+            "quick": [c for c in _matmul_cases(("float16",), False) if c["M"] in rows],
+            "full": [c for c in _matmul_cases(("float16", "bfloat16"), True) if c["M"] in rows],
         },
     )
 
@@ -137,9 +139,18 @@ def _row_family(
 
 CORPUS: tuple[KernelFamily, ...] = (
     _matmul_family(
-        "matmul", matmul.matmul_kernel, lambda i: matmul.triton_matmul(i["a"], i["b"], out=i["out"])
+        "matmul",
+        matmul.matmul_kernel,
+        lambda i: matmul.triton_matmul(i["a"], i["b"], out=i["out"]),
+        range(SKINNY_M + 1, 1 << 31),
     ),
-    # after "matmul": the choice's Triton implementation uses the configs tuned there
+    _matmul_family(
+        "matmul_skinny",
+        matmul_skinny_kernel,
+        lambda i: matmul.triton_matmul(i["a"], i["b"], out=i["out"]),
+        range(1, SKINNY_M + 1),
+    ),
+    # after "matmul" and "matmul_skinny": the choice's Triton implementation uses the configs tuned there
     _matmul_family(
         "matmul_impl", matmul.MATMUL_CHOICE, lambda i: matmul.matmul(i["a"], i["b"], out=i["out"])
     ),
