@@ -1,0 +1,107 @@
+"""The Triton matmul and `ops.matmul` against torch.matmul (cuBLAS) on every full-matmul key (issue 16 item
+2), one process, a bundle serving the kernels' configs and the recorded choices:
+`TUNED_KERNELS_PATH=benchmarks/matmul-full-h100-triton3.6.0.pb.zst python benchmarks/matmul_keys.py [OUT]`.
+
+Per key (84: fp16 and bf16, six Llama-3 (N, K) pairs, M from 1 to 8192): device time (`do_bench` medians,
+L2 flushed, what the tuner times) of the Triton matmul (`triton_matmul`: the split-K kernel up to 64 rows,
+the tile kernel above), torch.matmul and `ops.matmul`; each one's host time to issue a call; the
+launch-inclusive time (the longer of the two: what a program calling it in a loop gets); the choice device
+time alone and launch-inclusive time make, and the choice the bundle recorded. OUT is rewritten after each
+key, so a cut-off run keeps what it measured."""
+
+from __future__ import annotations
+
+import json
+import math
+import sys
+from typing import Any
+
+import torch
+from tuned_kernels.aot.kernels.builtin import LLM_M, LLM_NK
+
+import tuned_kernels
+from tuned_kernels.triton_edge.benchmarker import DeviceBenchmarker, LaunchInclusiveBenchmarker
+
+DECODE_M = (1, 16, 64)
+
+
+def geomean(values: list[float]) -> float:
+    return math.exp(sum(math.log(v) for v in values) / len(values)) if values else float("nan")
+
+
+def summary(rows: list[dict[str, Any]]) -> dict[str, Any]:
+    def ratios(field: str, impl: str, decode: bool | None = None) -> list[float]:
+        return [
+            r[field]["torch"] / r[field][impl]
+            for r in rows
+            if decode is None or (r["M"] in DECODE_M) == decode
+        ]
+
+    out: dict[str, Any] = {"keys": len(rows)}
+    for field in ("device_us", "inclusive_us"):
+        for impl in ("triton", "ops"):
+            every, decode = ratios(field, impl), ratios(field, impl, decode=True)
+            out[f"{impl}_vs_cublas_{field[:-3]}"] = {
+                "geomean": geomean(every),
+                "min": min(every, default=float("nan")),
+                "decode_min": min(decode, default=float("nan")),
+                "decode_geomean": geomean(decode),
+            }
+    out["choices_flipped_by_launch"] = sum(r["choice_device"] != r["choice_inclusive"] for r in rows)
+    return out
+
+
+def main() -> None:
+    tuned_kernels.enable()
+    from tuned_kernels.aot.kernels.matmul import MATMUL_CHOICE, matmul, triton_matmul
+
+    device = DeviceBenchmarker(warmup_ms=10, rep_ms=40)
+    inclusive = LaunchInclusiveBenchmarker(device)
+    rows: list[dict[str, Any]] = []
+    for dtype in (torch.float16, torch.bfloat16):
+        for n, k in LLM_NK:
+            for m in LLM_M:
+                a = torch.randn(m, k, device="cuda", dtype=dtype) * k**-0.5
+                b = torch.randn(k, n, device="cuda", dtype=dtype)
+                before = set(MATMUL_CHOICE.cache)
+                fns = {
+                    "triton": lambda a=a, b=b: triton_matmul(a, b),
+                    "torch": lambda a=a, b=b: torch.matmul(a, b),
+                    "ops": lambda a=a, b=b: matmul(a, b),  # decided once here: the bundle's choice
+                }
+                reference = fns["torch"]().float()
+                error = (fns["triton"]().float() - reference).abs().max().item()
+                recorded = [MATMUL_CHOICE.cache[key] for key in set(MATMUL_CHOICE.cache) - before]
+                dev = {name: device(fn) * 1e3 for name, fn in fns.items()}
+                host = {name: inclusive.host_ms(fn) * 1e3 for name, fn in fns.items()}
+                incl = {name: max(dev[name], host[name]) for name in fns}
+                two = ("triton", "torch")
+                row = {
+                    "key": f"{str(dtype)[6:]} {m}x{n}x{k}",
+                    "M": m,
+                    "device_us": dev,
+                    "host_us": host,
+                    "inclusive_us": incl,
+                    "triton_max_abs_error": error,
+                    "choice_device": min(two, key=dev.__getitem__),
+                    "choice_inclusive": min(two, key=incl.__getitem__),
+                    "recorded": recorded[0] if recorded else None,
+                }
+                rows.append(row)
+                print(
+                    f"{row['key']:>24}  device us triton {dev['triton']:7.1f} torch {dev['torch']:7.1f} "
+                    f"ops {dev['ops']:7.1f}  host us {host['triton']:5.1f} {host['torch']:5.1f} "
+                    f"{host['ops']:5.1f}  triton/cublas {dev['torch'] / dev['triton']:.3f} "
+                    f"ops/cublas {dev['torch'] / dev['ops']:.3f} (incl {incl['torch'] / incl['ops']:.3f}) "
+                    f"recorded {row['recorded']}",
+                    flush=True,
+                )
+                if len(sys.argv) > 1:
+                    result = {"rows": rows, **summary(rows), "stats": tuned_kernels.stats()}
+                    with open(sys.argv[1], "w") as f:
+                        json.dump(result, f, indent=1, default=str)
+    print(json.dumps(summary(rows), indent=1))
+
+
+if __name__ == "__main__":
+    main()
