@@ -247,7 +247,8 @@ class Bench:
         committed = read_results(COMMITTED_MATMUL)
         tiles = kernel_identity(matmul_kernel)
         kept = tuple(e for e in committed.entries if e.kernel.name == tiles.name and int(e.key[0]) > 64)
-        write_results(self.matmul_bundle, dataclasses.replace(committed, entries=kept))
+        if not self.matmul_bundle.exists():  # else an earlier call's, resumed
+            write_results(self.matmul_bundle, dataclasses.replace(committed, entries=kept))
         kernels = ("--kernels", "matmul_skinny", "--kernels", "matmul_impl")
         argv = ["tune", "--shapes", "full", *kernels, "--resume", "-o", str(self.matmul_bundle), "--json"]
         wall, text = self.tool(argv, self.env())

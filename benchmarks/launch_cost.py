@@ -1,0 +1,72 @@
+"""Host time to issue one matmul call, per path (issue 16 item 2: the launch is as long as a decode GEMM):
+torch.matmul, the Triton matmul's split-K kernel (M = 16) and tile kernel (M = 256), ops.matmul; then
+where the split-K call's time goes (cProfile, top functions by own time). One process:
+`python benchmarks/launch_cost.py [on|off]` (on: tuned-kernels enabled, TUNED_KERNELS_PATH's bundle serving;
+off: Triton's own autotuner, tuned at the first call)."""
+
+from __future__ import annotations
+
+import cProfile
+import io
+import json
+import pstats
+import statistics
+import sys
+import time
+from collections.abc import Callable
+
+import torch
+
+import tuned_kernels
+
+
+def host_us(fn: Callable[[], object], calls: int = 20, batches: int = 25) -> float:
+    """Median per-call time of `calls` calls issued back to back, the device idle before each batch."""
+    samples = []
+    for _ in range(batches):
+        torch.cuda.synchronize()
+        t0 = time.perf_counter()
+        for _ in range(calls):
+            fn()
+        samples.append((time.perf_counter() - t0) / calls * 1e6)
+    torch.cuda.synchronize()
+    return statistics.median(samples)
+
+
+def main() -> None:
+    mode = sys.argv[1] if len(sys.argv) > 1 else "on"
+    if mode == "on":
+        tuned_kernels.enable()
+    from tuned_kernels.aot.kernels.matmul import matmul, triton_matmul
+
+    rows = {}
+    for m in (16, 256):
+        a = torch.randn(m, 4096, device="cuda", dtype=torch.float16)
+        b = torch.randn(4096, 4096, device="cuda", dtype=torch.float16)
+        c = torch.empty(m, 4096, device="cuda", dtype=torch.float16)
+        paths = {
+            "torch.matmul": lambda a=a, b=b, c=c: torch.matmul(a, b, out=c),
+            "triton_matmul": lambda a=a, b=b, c=c: triton_matmul(a, b, out=c),
+            "ops.matmul": lambda a=a, b=b, c=c: matmul(a, b, out=c),
+        }
+        for name, fn in paths.items():
+            fn()  # tuned or served once
+            rows[f"{name} M={m}"] = host_us(fn)
+            print(f"{mode:>3} {name:>14} M={m:<4} {rows[f'{name} M={m}']:6.1f} us per call", flush=True)
+    a = torch.randn(16, 4096, device="cuda", dtype=torch.float16)
+    b = torch.randn(4096, 4096, device="cuda", dtype=torch.float16)
+    c = torch.empty(16, 4096, device="cuda", dtype=torch.float16)
+    profile = cProfile.Profile()
+    profile.enable()
+    for _ in range(2000):
+        triton_matmul(a, b, out=c)
+    profile.disable()
+    torch.cuda.synchronize()
+    text = io.StringIO()
+    pstats.Stats(profile, stream=text).sort_stats("tottime").print_stats(22)
+    print(text.getvalue())
+    print("RESULT " + json.dumps({"mode": mode, "host_us": rows}))
+
+
+if __name__ == "__main__":
+    main()
