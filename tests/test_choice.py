@@ -93,3 +93,25 @@ def test_only_device_timings_gain_the_launch_a_wall_clock_already_counts() -> No
     wall = WallClockBenchmarker()
     assert launch_inclusive(wall) is wall
     assert isinstance(launch_inclusive(DeviceBenchmarker()), LaunchInclusiveBenchmarker)
+
+
+def test_a_caller_can_ask_for_the_decided_implementation_before_making_its_output() -> None:
+    a, b = (lambda x, n: "a"), (lambda x, n: "b")
+    choice = ImplementationChoice(signature, {"a": a, "b": b}, ["n"])
+    with resolving.installed(Recording({(8, "torch.float16"): "b"})):
+        assert choice.known(torch.zeros(2, dtype=torch.float16), 8) is None
+        choice(torch.zeros(3, dtype=torch.float16), 8)
+        # only the key and the dtypes count: a stand-in tensor of the same dtype finds the decision
+        assert choice.known(torch.empty(0, dtype=torch.float16), 8) is b
+        assert choice.known(torch.zeros(2), 8) is None
+
+
+def test_ops_matmul_on_a_key_decided_for_torch_matches_and_fills_the_given_output() -> None:
+    from tuned_kernels.aot.kernels import matmul
+
+    a, b = torch.randn(16, 64).half(), torch.randn(64, 32).half()
+    with resolving.installed(Recording({(16, 32, 64, *["torch.float16"] * 3): "torch"})):
+        made = matmul.matmul(a, b)  # decided here
+        out = torch.empty(16, 32, dtype=torch.float16)
+        given = matmul.matmul(a, b, out=out)  # from the decision
+    assert given is out and torch.equal(made, torch.matmul(a, b)) and torch.equal(out, made)

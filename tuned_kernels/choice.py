@@ -49,15 +49,23 @@ class ImplementationChoice:
         return self.run(*args)  # through `run`, which the tuner replaces on the instance to probe launches
 
     def run(self, *args: Any, **kwargs: Any) -> Any:
-        if len(self.configs) == 1:  # forced (by the tuner) or a single implementation
-            return self.impls[self.configs[0].kwargs[IMPL]](*args, **kwargs)
-        fast = (*(args[i] for i in self._key_positions), *(getattr(a, "dtype", None) for a in args))
-        impl = self._chosen.get(fast)
+        impl = self.known(*args)
         if impl is None:
             if len(self._chosen) >= MAX_FAST_KEYS:  # keyed on objects (tensors?): bounded, not a leak
                 self._chosen.clear()
-            impl = self._chosen[fast] = self.impls[self._name_for(args)]
+            impl = self._chosen[self._fast_key(args)] = self.impls[self._name_for(args)]
         return impl(*args, **kwargs)
+
+    def known(self, *args: Any) -> Callable[..., Any] | None:
+        """The implementation already decided for these arguments' key (None: not yet). Only the key's
+        values and the arguments' dtypes are read, so a caller may ask before making an output tensor,
+        passing a stand-in of the output's dtype."""
+        if len(self.configs) == 1:  # forced (by the tuner) or a single implementation
+            return self.impls[self.configs[0].kwargs[IMPL]]
+        return self._chosen.get(self._fast_key(args))
+
+    def _fast_key(self, args: tuple[Any, ...]) -> tuple[Any, ...]:
+        return (*(args[i] for i in self._key_positions), *(getattr(a, "dtype", None) for a in args))
 
     def _name_for(self, args: tuple[Any, ...]) -> str:
         """The implementation for these arguments' tuning key (formed as Triton forms it), decided once."""

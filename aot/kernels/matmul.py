@@ -190,8 +190,12 @@ def matmul(a: torch.Tensor, b: torch.Tensor, out: torch.Tensor | None = None) ->
     """a @ b by whichever implementation is recorded as fastest for this shape and dtype (see
     tuned_kernels/choice.py); the Triton kernel alone is `triton_matmul`."""
     M, N, K = _check(a, b)
+    # decided for this key: torch.matmul makes its own output (cheaper than one made here for it)
+    impl = MATMUL_CHOICE.known(a, b, a if out is None else out, M, N, K)  # the output's dtype: a's or out's
+    if impl is _torch_impl:
+        return torch.matmul(a, b, out=out)
     c = out if out is not None else torch.empty((M, N), device=a.device, dtype=a.dtype)
-    result: torch.Tensor = MATMUL_CHOICE(a, b, c, M, N, K)
+    result: torch.Tensor = (impl or MATMUL_CHOICE)(a, b, c, M, N, K)
     return result
 
 

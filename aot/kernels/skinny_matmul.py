@@ -33,8 +33,9 @@ def block_m_for(m: int) -> int:
 
 
 def max_split(m: int, n: int) -> int:
-    """The largest split whose partial sums fit the workspace bound."""
-    return max(s for s in SPLITS if s == 1 or m * n * s <= PARTIAL_LIMIT)
+    """The largest split (a power of two, at most 16) whose partial sums fit the workspace bound."""
+    fits = PARTIAL_LIMIT // (m * n)
+    return min(SPLITS[-1], 1 << (fits.bit_length() - 1)) if fits else 1
 
 
 def skinny_configs() -> list[triton.Config]:
@@ -126,40 +127,36 @@ def matmul_skinny_kernel(
             tl.atomic_xchg(count_ptr + tile, 0, sem="relaxed", scope="gpu")
 
 
-_workspaces: dict[tuple[str, int | None, int], tuple[torch.Tensor, torch.Tensor]] = {}
+_workspaces: dict[tuple[int, int], tuple[torch.Tensor, torch.Tensor]] = {}
 
 
-def _stream(device: torch.device) -> int:
-    if device.type != "cuda":
-        return 0
-    return int(torch._C._cuda_getCurrentRawStream(device.index))
-
-
-def workspace(device: torch.device, m: int, n: int) -> tuple[torch.Tensor, torch.Tensor]:
+def workspace(like: torch.Tensor, m: int, n: int) -> tuple[torch.Tensor, torch.Tensor]:
     """Partial sums and zeroed tile counters big enough for any config of the pruned space, for launches
-    on this device's current stream (grown, never shrunk; a smaller one goes back to torch's allocator,
-    which is stream-ordered)."""
-    key = (device.type, device.index, _stream(device))
-    partial_need = m * n * max_split(m, n)
-    count_need = triton.cdiv(m, MIN_BLOCK_M) * triton.cdiv(n, MIN_BLOCK_N)
+    on `like`'s device and its current stream (grown, never shrunk; a smaller one goes back to torch's
+    allocator, which is stream-ordered)."""
+    index = like.get_device()  # -1: a CPU tensor (Triton's interpreter)
+    key = (index, torch._C._cuda_getCurrentRawStream(index) if index >= 0 else 0)
     found = _workspaces.get(key)
+    partial_need = m * n * max_split(m, n)
+    count_need = -(-m // MIN_BLOCK_M) * -(-n // MIN_BLOCK_N)
     if found is None or found[0].numel() < partial_need or found[1].numel() < count_need:
         have = (0, 0) if found is None else (found[0].numel(), found[1].numel())
         found = (
-            torch.empty(max(partial_need, have[0]), device=device, dtype=torch.float32),
-            torch.zeros(max(count_need, have[1]), device=device, dtype=torch.int32),
+            torch.empty(max(partial_need, have[0]), device=like.device, dtype=torch.float32),
+            torch.zeros(max(count_need, have[1]), device=like.device, dtype=torch.int32),
         )
         _workspaces[key] = found
     return found
 
 
+def _grid(meta: dict[str, Any]) -> tuple[int, int]:
+    tiles = triton.cdiv(meta["M"], meta["BLOCK_M"]) * triton.cdiv(meta["N"], meta["BLOCK_N"])
+    return (tiles, meta["SPLIT_K"])
+
+
 def skinny_matmul(a: torch.Tensor, b: torch.Tensor, c: torch.Tensor, m: int, n: int, k: int) -> None:
-    partial, counts = workspace(a.device, m, n)
-
-    def grid(meta: dict[str, Any]) -> tuple[int, int]:
-        return (triton.cdiv(m, meta["BLOCK_M"]) * triton.cdiv(n, meta["BLOCK_N"]), meta["SPLIT_K"])
-
-    matmul_skinny_kernel[grid](
+    partial, counts = workspace(a, m, n)
+    matmul_skinny_kernel[_grid](
         a,
         b,
         c,
