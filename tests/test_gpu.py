@@ -71,6 +71,43 @@ def test_tuned_bundle_serves_hits_without_benchmarking(tmp_path: Path) -> None:
     assert out.returncode == 0 and out.stdout.split() == ["1", "0", "0", "1", "0"], out.stdout + out.stderr
 
 
+def test_split_k_matmul_is_exact_across_launches_and_streams() -> None:
+    """The split-K kernel's last program per tile adds the parts other programs wrote (an atomic counter,
+    reset for the next launch): every split, launched again and again on two streams at once, matches
+    cuBLAS, and leaves every counter at zero."""
+    import torch
+    from tuned_kernels.aot.kernels import skinny_matmul
+
+    from tuned_kernels.triton_edge.keys import config_from_triton
+    from tuned_kernels.triton_edge.launch import forced_config
+
+    m, n, k = 16, 4096, 4096
+    space = skinny_matmul.prune_skinny(skinny_matmul.skinny_configs(), {"M": m, "N": n, "K": k})
+    streams = [torch.cuda.Stream(), torch.cuda.Stream()]
+    gen = torch.Generator(device="cuda").manual_seed(0)
+    inputs = [
+        (torch.randn(m, k, device="cuda", dtype=torch.float16, generator=gen) * k**-0.5,
+         torch.randn(k, n, device="cuda", dtype=torch.float16, generator=gen))
+        for _ in streams
+    ]  # fmt: skip
+    for split in (2, 8, 16):
+        config = next(c for c in space if c.kwargs["SPLIT_K"] == split and c.kwargs["BLOCK_N"] == 64)
+        outs = [torch.empty(m, n, device="cuda", dtype=torch.float16) for _ in streams]
+        torch.cuda.synchronize()
+        with forced_config(skinny_matmul.matmul_skinny_kernel, config):
+            for _ in range(50):
+                for stream, (a, b), c in zip(streams, inputs, outs, strict=True):
+                    with torch.cuda.stream(stream):
+                        skinny_matmul.skinny_matmul(a, b, c, m, n, k)
+        torch.cuda.synchronize()
+        for (a, b), c in zip(inputs, outs, strict=True):
+            assert (c.float() - (a @ b).float()).abs().max().item() < 1e-2, config_from_triton(
+                config
+            ).describe()
+    assert len(skinny_matmul._workspaces) >= 2  # one per stream
+    assert all(int(counts.abs().sum()) == 0 for _, counts in skinny_matmul._workspaces.values())
+
+
 def test_kernels_compiled_without_the_gpu_are_what_the_launches_ask_for(tmp_path: Path) -> None:
     """`compile` on a machine that sees no GPU; then every quick case of the built-in corpus launches on
     the GPU with an empty Triton cache: nothing is compiled, every output matches its reference."""
