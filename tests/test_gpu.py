@@ -71,6 +71,23 @@ def test_tuned_bundle_serves_hits_without_benchmarking(tmp_path: Path) -> None:
     assert out.returncode == 0 and out.stdout.split() == ["1", "0", "0", "1", "0"], out.stdout + out.stderr
 
 
+def test_the_committed_full_matmul_bundle_is_for_the_kernels_as_they_are() -> None:
+    """Every entry of benchmarks/' full-matmul bundle (the P9 numbers) names a kernel of this tree by
+    Triton's cache key, which counts each kernel's first line: moving a kernel stales the bundle."""
+    import triton
+    from tuned_kernels.aot.kernels import matmul, skinny_matmul
+    from tuned_kernels.triton_edge.keys import kernel_identity
+
+    bundle = read_results(ROOT / "benchmarks/matmul-full-h100-triton3.6.0.pb.zst")
+    if bundle.header.compiler.triton_version != triton.__version__:
+        pytest.skip(f"the bundle is for triton {bundle.header.compiler.triton_version}")
+    kernels = (matmul.matmul_kernel, skinny_matmul.matmul_skinny_kernel, matmul.MATMUL_CHOICE)
+    current = {kernel_identity(k).name: kernel_identity(k) for k in kernels}
+    stale = {e.kernel.name for e in bundle.entries if current.get(e.kernel.name) != e.kernel}
+    assert not stale, stale
+    assert len(bundle.entries) == 48 + 36 + 84  # tile kernel M > 64, split-K kernel M <= 64, every choice
+
+
 def test_split_k_matmul_is_exact_across_launches_and_streams() -> None:
     """The split-K kernel's last program per tile adds the parts other programs wrote (an atomic counter,
     reset for the next launch): every split, launched again and again on two streams at once, matches

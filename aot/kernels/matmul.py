@@ -11,8 +11,6 @@ from tuned_kernels.aot.kernels.skinny_matmul import SKINNY_M, skinny_matmul
 
 from tuned_kernels.choice import ImplementationChoice
 
-ACTIVATIONS = ("none", "relu", "gelu", "silu")
-
 
 def _config(bm: int, bn: int, bk: int, warps: int, stages: int) -> triton.Config:
     return triton.Config(
@@ -229,6 +227,9 @@ def matmul_bias_act(
         ACTIVATION=activation,
     )
     return c
+
+
+ACTIVATIONS = ("none", "relu", "gelu", "silu")
 
 
 def reference_bias_act(a: torch.Tensor, b: torch.Tensor, bias: torch.Tensor, activation: str) -> torch.Tensor:
