@@ -76,6 +76,7 @@ def test_the_committed_full_matmul_bundle_is_for_the_kernels_as_they_are() -> No
     Triton's cache key, which counts each kernel's first line: moving a kernel stales the bundle."""
     import triton
     from tuned_kernels.aot.kernels import matmul, skinny_matmul
+
     from tuned_kernels.triton_edge.keys import kernel_identity
 
     bundle = read_results(ROOT / "benchmarks/matmul-full-h100-triton3.6.0.pb.zst")
