@@ -4,16 +4,20 @@
 
 Per key (84: fp16 and bf16, six Llama-3 (N, K) pairs, M from 1 to 8192): device time (`do_bench` medians,
 L2 flushed, what the tuner times) of the Triton matmul (`triton_matmul`: the split-K kernel up to 64 rows,
-the tile kernel above), torch.matmul and `ops.matmul`; each one's host time to issue a call; the
-launch-inclusive time (the longer of the two: what a program calling it in a loop gets); the choice device
-time alone and launch-inclusive time make, and the choice the bundle recorded. OUT is rewritten after each
-key, so a cut-off run keeps what it measured."""
+the tile kernel above), torch.matmul and `ops.matmul`; the kernel alone (the same, with the device held
+busy before each call so that a launch slower than the kernel is never inside the events: do_bench's L2
+flush lasts about as long as Triton 3.6 takes to launch on the H100 machine's CPU); each one's host time
+to issue a call; the launch-inclusive time (the longer of device and host: what a program calling it in a
+loop gets); the choice device time alone and launch-inclusive time make, and the choice the bundle
+recorded. OUT is rewritten after each key, so a cut-off run keeps what it measured."""
 
 from __future__ import annotations
 
 import json
 import math
+import statistics
 import sys
+from collections.abc import Callable
 from typing import Any
 
 import torch
@@ -29,6 +33,24 @@ def geomean(values: list[float]) -> float:
     return math.exp(sum(math.log(v) for v in values) / len(values)) if values else float("nan")
 
 
+def kernel_us(fn: Callable[[], object], reps: int = 30) -> float:
+    """Median device time of one call, L2 flushed and the device kept busy (a spin kernel) while the call
+    is issued, so the events time the kernels and never wait for the host."""
+    flush = torch.empty(256 * 1024 * 1024 // 4, dtype=torch.int32, device="cuda")
+    events = [
+        (torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)) for _ in range(reps)
+    ]
+    fn()
+    for start, end in events:
+        flush.zero_()
+        torch.cuda._sleep(1_000_000)  # ~0.5 ms at H100 clocks: longer than any launch here
+        start.record()
+        fn()
+        end.record()
+    torch.cuda.synchronize()
+    return statistics.median(start.elapsed_time(end) for start, end in events) * 1e3
+
+
 def summary(rows: list[dict[str, Any]]) -> dict[str, Any]:
     def ratios(field: str, impl: str, decode: bool | None = None) -> list[float]:
         return [
@@ -38,7 +60,7 @@ def summary(rows: list[dict[str, Any]]) -> dict[str, Any]:
         ]
 
     out: dict[str, Any] = {"keys": len(rows)}
-    for field in ("device_us", "inclusive_us"):
+    for field in ("device_us", "kernel_us", "inclusive_us"):
         for impl in ("triton", "ops"):
             every, decode = ratios(field, impl), ratios(field, impl, decode=True)
             out[f"{impl}_vs_cublas_{field[:-3]}"] = {
@@ -56,7 +78,7 @@ def main() -> None:
     from tuned_kernels.aot.kernels.matmul import MATMUL_CHOICE, matmul, triton_matmul
 
     device = DeviceBenchmarker(warmup_ms=10, rep_ms=40)
-    inclusive = LaunchInclusiveBenchmarker(device)
+    inclusive = LaunchInclusiveBenchmarker(device, batches=15)
     rows: list[dict[str, Any]] = []
     for dtype in (torch.float16, torch.bfloat16):
         for n, k in LLM_NK:
@@ -71,8 +93,10 @@ def main() -> None:
                 }
                 reference = fns["torch"]().float()
                 error = (fns["triton"]().float() - reference).abs().max().item()
+                fns["ops"]()
                 recorded = [MATMUL_CHOICE.cache[key] for key in set(MATMUL_CHOICE.cache) - before]
                 dev = {name: device(fn) * 1e3 for name, fn in fns.items()}
+                alone = {name: kernel_us(fn) for name, fn in fns.items()}
                 host = {name: inclusive.host_ms(fn) * 1e3 for name, fn in fns.items()}
                 incl = {name: max(dev[name], host[name]) for name in fns}
                 two = ("triton", "torch")
@@ -80,6 +104,7 @@ def main() -> None:
                     "key": f"{str(dtype)[6:]} {m}x{n}x{k}",
                     "M": m,
                     "device_us": dev,
+                    "kernel_us": alone,
                     "host_us": host,
                     "inclusive_us": incl,
                     "triton_max_abs_error": error,
@@ -92,6 +117,7 @@ def main() -> None:
                     f"{row['key']:>24}  device us triton {dev['triton']:7.1f} torch {dev['torch']:7.1f} "
                     f"ops {dev['ops']:7.1f}  host us {host['triton']:5.1f} {host['torch']:5.1f} "
                     f"{host['ops']:5.1f}  triton/cublas {dev['torch'] / dev['triton']:.3f} "
+                    f"(alone {alone['torch'] / alone['triton']:.3f}) "
                     f"ops/cublas {dev['torch'] / dev['ops']:.3f} (incl {incl['torch'] / incl['ops']:.3f}) "
                     f"recorded {row['recorded']}",
                     flush=True,

@@ -396,7 +396,15 @@ def table(r: dict[str, Any]) -> str:
                 "≥ 0.95 geomean, ≥ 0.9 every decode key",
                 lambda x: x["geomean"] >= 0.95 and x["decode_min"] >= 0.9,
             ),
+            (
+                "triton",
+                "kernel",
+                "≥ 0.95 geomean, ≥ 0.9 every decode key",
+                lambda x: x["geomean"] >= 0.95 and x["decode_min"] >= 0.9,
+            ),
         ):
+            if f"{impl}_vs_cublas_{field}" not in c:
+                continue
             x = c[f"{impl}_vs_cublas_{field}"]
             row(
                 "P9",
