@@ -153,6 +153,8 @@ def triton_matmul(a: torch.Tensor, b: torch.Tensor, out: torch.Tensor | None = N
     """a @ b by Triton: up to SKINNY_M rows by the split-K kernel (skinny_matmul.py), more by tiles."""
     M, N, K = _check(a, b)
     c = out if out is not None else torch.empty((M, N), device=a.device, dtype=a.dtype)
+    if M == 0 or N == 0:
+        return c  # nothing to compute (and no program to launch)
     if M <= SKINNY_M:
         skinny_matmul(a, b, c, M, N, K)
         return c

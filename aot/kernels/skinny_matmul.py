@@ -34,7 +34,7 @@ def block_m_for(m: int) -> int:
 
 def max_split(m: int, n: int) -> int:
     """The largest split (a power of two, at most 16) whose partial sums fit the workspace bound."""
-    fits = PARTIAL_LIMIT // (m * n)
+    fits = PARTIAL_LIMIT // max(m * n, 1)
     return min(SPLITS[-1], 1 << (fits.bit_length() - 1)) if fits else 1
 
 
