@@ -34,10 +34,12 @@ def test_every_split_of_the_skinny_kernel_matches_and_leaves_its_counters_at_zer
 
 def test_no_config_of_any_shape_needs_more_partial_sums_than_the_workspace_holds() -> None:
     for m in (1, 7, 16, 33, 64):
-        for n in (1, 4096, 28672, 1 << 20):
+        for n in (1, 4096, 28672):
             space = skinny_matmul.prune_skinny(skinny_matmul.skinny_configs(), {"M": m, "N": n, "K": 8192})
+            skinny_matmul._workspaces.clear()  # measure this shape's own, not a larger one kept from before
             partial, _ = skinny_matmul.workspace(torch.empty(0), m, n)
             assert all(m * n * c.kwargs["SPLIT_K"] <= partial.numel() for c in space)
+    skinny_matmul._workspaces.clear()
 
 
 @pytest.mark.parametrize(("m", "n", "k"), [(0, 64, 64), (16, 0, 64), (16, 64, 0), (96, 64, 0), (80, 48, 64)])
