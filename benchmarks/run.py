@@ -377,34 +377,22 @@ def table(r: dict[str, Any]) -> str:
 
     if "ops_vs_cublas_device" in r.get("choices", {}):  # session 8's file had decode keys only
         c = r["choices"]
-        for impl, field, goal, met in (
-            (
-                "ops",
-                "device",
-                "≥ 0.97 every key, ≥ 1.02 geomean",
-                lambda x: x["min"] >= 0.97 and x["geomean"] >= 1.02,
-            ),
-            (
-                "ops",
-                "inclusive",
-                "≥ 0.97 every key, ≥ 1.02 geomean",
-                lambda x: x["min"] >= 0.97 and x["geomean"] >= 1.02,
-            ),
-            (
-                "triton",
-                "device",
+        goals = {
+            "ops": ("≥ 0.97 every key, ≥ 1.02 geomean", lambda x: x["min"] >= 0.97 and x["geomean"] >= 1.02),
+            "triton": (
                 "≥ 0.95 geomean, ≥ 0.9 every decode key",
                 lambda x: x["geomean"] >= 0.95 and x["decode_min"] >= 0.9,
             ),
-            (
-                "triton",
-                "kernel",
-                "≥ 0.95 geomean, ≥ 0.9 every decode key",
-                lambda x: x["geomean"] >= 0.95 and x["decode_min"] >= 0.9,
-            ),
+        }
+        for impl, field in (
+            ("ops", "device"),
+            ("ops", "inclusive"),
+            ("triton", "device"),
+            ("triton", "kernel"),
         ):
             if f"{impl}_vs_cublas_{field}" not in c:
                 continue
+            goal, met = goals[impl]
             x = c[f"{impl}_vs_cublas_{field}"]
             row(
                 "P9",

@@ -29,7 +29,7 @@ import triton  # noqa: E402
 import triton.language as tl  # noqa: E402
 from tuned_kernels.aot.corpus import Case  # noqa: E402
 from tuned_kernels.aot.kernels.builtin import CORPUS as BUILTIN  # noqa: E402
-from tuned_kernels.aot.kernels.skinny_matmul import SKINNY_M  # noqa: E402
+from tuned_kernels.aot.kernels.builtin import by_kernel  # noqa: E402
 
 _FAMILIES = {f.name: f for f in BUILTIN}
 _FP16 = [(m, n, 4096) for n in (4096, 14336) for m in (16, 4096)]
@@ -45,14 +45,9 @@ def _matmul(shapes: list[tuple[int, int, int]], dtype: str, **extra: str) -> lis
 _MATMUL_SHAPES = {"cold": _matmul(_FP16, "float16"), "bf16": _matmul(_BF16, "bfloat16")}
 
 
-def _rows(shapes: dict[str, list[Case]], skinny: bool) -> dict[str, list[Case]]:
-    """The cases of `shapes` that triton_matmul's split-K kernel takes (skinny) or its tile kernel takes."""
-    return {name: [c for c in cases if (c["M"] <= SKINNY_M) == skinny] for name, cases in shapes.items()}
-
-
 CORPUS = (
-    dataclasses.replace(_FAMILIES["matmul"], shapes=_rows(_MATMUL_SHAPES, skinny=False)),
-    dataclasses.replace(_FAMILIES["matmul_skinny"], shapes=_rows(_MATMUL_SHAPES, skinny=True)),
+    dataclasses.replace(_FAMILIES["matmul"], shapes=by_kernel(_MATMUL_SHAPES, skinny=False)),
+    dataclasses.replace(_FAMILIES["matmul_skinny"], shapes=by_kernel(_MATMUL_SHAPES, skinny=True)),
     dataclasses.replace(
         _FAMILIES["matmul_bias_act"], shapes={"cold": _matmul(_FUSED, "float16", act="silu")}
     ),

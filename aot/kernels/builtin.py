@@ -3,6 +3,7 @@ norm and attention forward: LLM-typical `full` shapes for GPU runners, tiny `qui
 
 from __future__ import annotations
 
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 import torch
@@ -106,8 +107,18 @@ def _rms_norm_ref(i: Inputs) -> torch.Tensor:
     return result
 
 
-def _matmul_family(name: str, kernel: Any, run: Any, rows: range = range(1, 1 << 31)) -> KernelFamily:
-    """`rows`: the M values whose cases launch `kernel` (triton_matmul's split-K kernel takes skinny M)."""
+def by_kernel(shapes: Mapping[str, Sequence[Case]], skinny: bool) -> dict[str, list[Case]]:
+    """The matmul cases of each shape set that triton_matmul runs on its split-K kernel (skinny: at most
+    SKINNY_M rows) or on its tile kernel."""
+    return {name: [c for c in cases if (c["M"] <= SKINNY_M) == skinny] for name, cases in shapes.items()}
+
+
+def _matmul_family(name: str, kernel: Any, run: Any, skinny: bool | None = None) -> KernelFamily:
+    """`skinny`: only the cases that launch `kernel` (None: every case, for the implementation choice)."""
+    shapes = {
+        "quick": _matmul_cases(("float16",), False),
+        "full": _matmul_cases(("float16", "bfloat16"), True),
+    }
     return KernelFamily(
         name=name,
         kernel=kernel,
@@ -116,10 +127,7 @@ def _matmul_family(name: str, kernel: Any, run: Any, rows: range = range(1, 1 <<
         reference=lambda i: i["a"].double() @ i["b"].double(),
         tolerance=(2e-2, 1e-2),
         # bf16 only on GPU runners: Triton 3.9's interpreter returns garbage for bf16 dot (seen: errors ~1e10)
-        shapes={
-            "quick": [c for c in _matmul_cases(("float16",), False) if c["M"] in rows],
-            "full": [c for c in _matmul_cases(("float16", "bfloat16"), True) if c["M"] in rows],
-        },
+        shapes=shapes if skinny is None else by_kernel(shapes, skinny),
     )
 
 
@@ -142,13 +150,13 @@ CORPUS: tuple[KernelFamily, ...] = (
         "matmul",
         matmul.matmul_kernel,
         lambda i: matmul.triton_matmul(i["a"], i["b"], out=i["out"]),
-        range(SKINNY_M + 1, 1 << 31),
+        skinny=False,
     ),
     _matmul_family(
         "matmul_skinny",
         matmul_skinny_kernel,
         lambda i: matmul.triton_matmul(i["a"], i["b"], out=i["out"]),
-        range(1, SKINNY_M + 1),
+        skinny=True,
     ),
     # after "matmul" and "matmul_skinny": the choice's Triton implementation uses the configs tuned there
     _matmul_family(

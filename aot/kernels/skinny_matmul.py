@@ -55,11 +55,11 @@ def prune_skinny(
 ) -> list[triton.Config]:
     """Tiles as tall as M needs and splits that fit the workspace and leave each part at least two K steps."""
     m, n, k = (int(named_args[name]) for name in ("M", "N", "K"))
-    height = min(block_m_for(m), 64)
+    height, most = min(block_m_for(m), 64), max_split(m, n)
     kept = []
     for config in configs:
         bm, bk, split = (config.kwargs[name] for name in ("BLOCK_M", "BLOCK_K", "SPLIT_K"))
-        if bm == height and split <= max_split(m, n) and (split == 1 or triton.cdiv(k, bk) >= 2 * split):
+        if bm == height and split <= most and (split == 1 or triton.cdiv(k, bk) >= 2 * split):
             kept.append(config)
     return kept or configs[:1]
 
