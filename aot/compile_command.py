@@ -23,7 +23,7 @@ from tuned_kernels.matching import compiler_mismatch
 from tuned_kernels.triton_edge import compiler_facts
 from tuned_kernels.triton_edge.compile import artifact_of, compiling_for, is_compiled_kernel, warmup
 from tuned_kernels.triton_edge.keys import jit_function, kernel_identity, tuning_key
-from tuned_kernels.triton_edge.launch import probe_launch
+from tuned_kernels.triton_edge.launch import LaunchesAnother, probe_launch
 
 
 class CompileError(TunedKernelsError):
@@ -49,11 +49,11 @@ def compile_results(
         raise CompileError(f"the results were {reason}: kernels compiled here would never be used")
     gpu_target = compiler_facts.gpu_target(*triton_target_of(arch))
     gpu_name = f"{gpu_target.backend}:{gpu_target.arch}:{gpu_target.warp_size}"
-    launches = corpus_launches(corpus, shape_sets)
     report = CompileReport()
     blobs = dict(results.blobs)
     entries = []
     with compiling_for(gpu_target):
+        launches = corpus_launches(corpus, shape_sets)  # the kernels ops launch on the target
         for entry in results.entries:
             if any(a.gpu_target == gpu_name and a.config == entry.best for a in entry.artifacts):
                 report.kept += 1
@@ -97,7 +97,8 @@ def _output_target(tuned_for: model.Target, arch: str) -> model.Target:
 def corpus_launches(
     corpus: Corpus, shape_sets: tuple[str, ...]
 ) -> dict[model.EntrySlot, tuple[KernelFamily, Any]]:
-    """Every (kernel, key) the corpus can launch, with the named arguments its op passes the kernel."""
+    """Every (kernel, key) the corpus can launch, with the named arguments its op passes the kernel (on the
+    GPU Triton compiles for: inside `compiling_for`, the target's)."""
     found: dict[model.EntrySlot, tuple[KernelFamily, Any]] = {}
     for family in corpus:
         if not is_compiled_kernel(family.kernel):
@@ -106,7 +107,10 @@ def corpus_launches(
         identity = kernel_identity(family.kernel)
         for shape_set in shape_sets:
             for case in family.shapes.get(shape_set, ()):
-                named = _named_args(family, case)
+                try:
+                    named = _named_args(family, case)
+                except LaunchesAnother:
+                    continue  # the op runs another family's kernel for this case there
                 slot = model.slot_of(identity, tuning_key(family.kernel, named))
                 found.setdefault(slot, (family, named))
     return found

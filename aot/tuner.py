@@ -27,7 +27,7 @@ from tuned_kernels.triton_edge import autotuner
 from tuned_kernels.triton_edge.benchmarker import Benchmarker, launch_inclusive
 from tuned_kernels.triton_edge.compile import artifact_of, is_compiled_kernel, warmup
 from tuned_kernels.triton_edge.keys import config_from_triton, kernel_identity
-from tuned_kernels.triton_edge.launch import config_space, forced_config, probe_key
+from tuned_kernels.triton_edge.launch import LaunchesAnother, config_space, forced_config, probe_key
 
 OnConfig = Callable[[int, int, "str | None", "float | None"], None]
 Probed = tuple[model.TuningKey, dict[str, Any], dict[str, Any]]  # key, named launch arguments, inputs
@@ -50,6 +50,7 @@ class TuneReport:
     cases: int = 0
     tuned: int = 0
     resumed: int = 0
+    other_kernel: int = 0  # cases whose op launches another family's kernel on this GPU (nothing to tune)
     configs_benchmarked: int = 0
     rejected: int = 0
     stopped_early: bool = False
@@ -79,6 +80,7 @@ def merge_reports(reports: Sequence[TuneReport], seconds: float) -> TuneReport:
         merged.cases = max(merged.cases, r.cases)
         merged.tuned += r.tuned
         merged.resumed += r.resumed
+        merged.other_kernel += r.other_kernel
         merged.configs_benchmarked += r.configs_benchmarked
         merged.rejected += r.rejected
         merged.stopped_early |= r.stopped_early
@@ -142,10 +144,12 @@ class Tuner:
 
     def _slot_on_meta(self, item: WorkItem) -> model.EntrySlot | None:
         """The item's slot probed with inputs on torch's `meta` device (shapes, no data); None when the
-        family cannot make its inputs there."""
+        family cannot make its inputs there; raises `LaunchesAnother` as a real probe would."""
         try:
             inputs = item.family.make_inputs(item.case, "meta", self._generator(0))
             key, named = probe_key(item.family.kernel, lambda: item.family.run(inputs))
+        except LaunchesAnother:
+            raise
         except Exception:  # a user corpus need not support meta inputs: the real probe decides
             return None
         return slot_of(item, (key, named, inputs))
@@ -322,6 +326,7 @@ class _Run:
         self.report = TuneReport(cases=len(items))
         self.start = time.monotonic()
         self.ahead: dict[int, tuple[model.EntrySlot, Probed, list[Future[None]]] | None] = {}
+        self.other_kernel: set[int] = set()  # items whose op launches another family's kernel here
         self.claimed: dict[int, bool] = {}
         jobs = max(1, tuner.options.jobs)
         self.compilers = ThreadPoolExecutor(jobs, thread_name_prefix="tuned-kernels-compile")
@@ -342,9 +347,13 @@ class _Run:
             return
         item = self.items[i]
         self.ahead[i] = None
-        if self.done and self.tuner._slot_on_meta(item) in self.done:
-            return  # no inputs made: a resumed run skips finished keys fast
-        probed = self.tuner.key_of(item)
+        try:  # no inputs made for keys finished earlier or another family's: probed on `meta` first
+            if self.tuner._slot_on_meta(item) in self.done:
+                return
+            probed = self.tuner.key_of(item)
+        except LaunchesAnother:
+            self.other_kernel.add(i)
+            return
         slot = slot_of(item, probed)
         if slot not in self.done:
             compiling = self.tuner._start_compiling(self.compilers, item.family.kernel, probed[1])
@@ -354,6 +363,10 @@ class _Run:
         """Tunes item n (1-based) into `done`; False when there was nothing new to keep."""
         self.prepare(n - 1)
         prepared = self.ahead.pop(n - 1)
+        if prepared is None and n - 1 in self.other_kernel:
+            self.report.other_kernel += 1
+            self.progress(n, item, summary="its op launches another family's kernel here, skipped")
+            return False
         if prepared is None:
             self.report.resumed += 1
             self.progress(n, item, summary="done earlier, skipped")

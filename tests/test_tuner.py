@@ -116,6 +116,22 @@ def test_progress_reports_each_config_the_best_so_far_and_each_finished_key(tmp_
     assert bar_line(first_key[2], 200).startswith("[") and "2/" in bar_line(first_key[2], 200)
 
 
+def test_cases_whose_op_launches_another_familys_kernel_here_are_counted_not_tuned() -> None:
+    from tuned_kernels.aot.kernels.builtin import CORPUS
+
+    families = [f for f in CORPUS if f.name in ("matmul", "matmul_tma")]  # the same cases, M > 64
+    items = work_items(families, "quick", (0, 1))
+    events: list[ProgressEvent] = []
+    tuner = Tuner(target_for_arch("cpu"), "cpu", lambda fn: 1.0, TuneOptions(), on_progress=events.append)
+    done: dict[model.EntrySlot, model.Entry] = {}
+    report = tuner.run(items, done, lambda _: None)
+    # no copy engine on the cpu target: triton_matmul runs the tile kernel, the other family has no key
+    assert (report.tuned, report.other_kernel, report.per_family) == (1, 1, {"matmul": 1})
+    assert [e.summary for e in events if e.family == "matmul_tma" and e.summary] == [
+        "its op launches another family's kernel here, skipped"
+    ]
+
+
 def test_seeded_search_walks_neighbours_from_its_seeds() -> None:
     space = [model.Config.of({"B": b}, num_warps=w) for b in (16, 32, 64, 128) for w in (1, 2, 4)]
     best = model.Config.of({"B": 128}, num_warps=1)

@@ -108,7 +108,9 @@ def cmd_tune(args: argparse.Namespace) -> int:
         print(json.dumps(summary, indent=2))
     else:
         print(
-            f"tuned {report.tuned} keys ({report.resumed} done earlier) in {report.seconds:.1f}s: "
+            f"tuned {report.tuned} keys ({report.resumed} done earlier"
+            + (f", {report.other_kernel} for another kernel here" if report.other_kernel else "")
+            + f") in {report.seconds:.1f}s: "
             f"{report.configs_benchmarked} configs benchmarked, {report.rejected} rejected -> {args.output}"
             + (" (stopped at the time budget)" if report.stopped_early else "")
         )

@@ -134,11 +134,14 @@ def workspace(like: torch.Tensor, m: int, n: int) -> tuple[torch.Tensor, torch.T
     """Partial sums and zeroed tile counters big enough for any config of the pruned space, for launches
     on `like`'s device and its current stream (grown, never shrunk; a smaller one goes back to torch's
     allocator, which is stream-ordered)."""
+    partial_need = m * n * max_split(m, n)
+    count_need = -(-m // MIN_BLOCK_M) * -(-n // MIN_BLOCK_N)
+    if like.is_meta:  # a probe's launch, shapes only: nothing runs, nothing is kept for later launches
+        partial = like.new_empty(partial_need, dtype=torch.float32)
+        return partial, like.new_empty(count_need, dtype=torch.int32)
     index = like.get_device()  # -1: a CPU tensor (Triton's interpreter)
     key = (index, torch._C._cuda_getCurrentRawStream(index) if index >= 0 else 0)
     found = _workspaces.get(key)
-    partial_need = m * n * max_split(m, n)
-    count_need = -(-m // MIN_BLOCK_M) * -(-n // MIN_BLOCK_N)
     if found is None or found[0].numel() < partial_need or found[1].numel() < count_need:
         have = (0, 0) if found is None else (found[0].numel(), found[1].numel())
         found = (

@@ -9,9 +9,12 @@ import sys
 from tuned_kernels.aot.compile_command import corpus_launches
 from tuned_kernels.aot.kernels.builtin import CORPUS
 from tuned_kernels.hardware import compiler_fingerprint, target_for_arch
+from tuned_kernels.hardware.archs import triton_target_of
 
 from tuned_kernels import model
 from tuned_kernels.results import write_results
+from tuned_kernels.triton_edge import compiler_facts
+from tuned_kernels.triton_edge.compile import compiling_for
 from tuned_kernels.triton_edge.keys import config_from_triton, kernel_identity
 from tuned_kernels.triton_edge.launch import config_space
 
@@ -19,7 +22,9 @@ from tuned_kernels.triton_edge.launch import config_space
 def main(arch: str, output: str) -> None:
     target = target_for_arch(arch)
     entries = []
-    for (_, _, key), (family, named) in corpus_launches(CORPUS, ("quick",)).items():
+    with compiling_for(compiler_facts.gpu_target(*triton_target_of(arch))):  # the kernels launched there
+        launches = corpus_launches(CORPUS, ("quick",))
+    for (_, _, key), (family, named) in launches.items():
         best = config_from_triton(config_space(family.kernel, named)[0])
         entries.append(model.Entry(kernel_identity(family.kernel), key, best, (model.Timing(best, 1.0),)))
     header = model.Header(

@@ -26,20 +26,20 @@ from tuned_kernels.triton_edge import cache_manager
 from tuned_kernels.triton_edge.benchmarker import WallClockBenchmarker
 from tuned_kernels.triton_edge.compile import artifact_of, warmup
 from tuned_kernels.triton_edge.interpreter import interpreting
-from tuned_kernels.triton_edge.keys import config_from_triton, kernel_identity, kernel_space, tuning_key
+from tuned_kernels.triton_edge.keys import (
+    autotuner_class,
+    config_from_triton,
+    kernel_identity,
+    kernel_space,
+    tuning_key,
+)
 
 _original: dict[str, Any] = {}
 
 
-def _autotuner_class() -> Any:
-    from triton.runtime.autotuner import Autotuner
-
-    return Autotuner
-
-
 def patch() -> None:
     """Autotuned kernels ask `resolving.current()` from now on (idempotent)."""
-    cls = _autotuner_class()
+    cls = autotuner_class()
     if not _original:
         _original.update(prune_configs=cls.prune_configs, _bench=cls._bench)
         cls.prune_configs, cls._bench = _prune_configs, _bench
@@ -58,7 +58,7 @@ def patched() -> Iterator[None]:
 
 
 def unpatch() -> None:
-    cls = _autotuner_class()
+    cls = autotuner_class()
     if _original:
         cls.prune_configs, cls._bench = _original["prune_configs"], _original["_bench"]
         _original.clear()
@@ -146,7 +146,7 @@ def benchmark(
     args = list(autotuner.nargs.values())
     if interpreting() and autotuner._do_bench is None:
         autotuner.__dict__["do_bench"] = _wall_clock_do_bench
-    bench = _original.get("_bench") or _autotuner_class()._bench
+    bench = _original.get("_bench") or autotuner_class()._bench
     start = time.time()
     with cache_manager.recording_paused():  # a capture keeps the winner's compile only
         timings = {config: bench(autotuner, *args, config=config, **kwargs) for config in configs}

@@ -14,6 +14,13 @@ from typing import Any
 from tuned_kernels import model
 
 
+def autotuner_class() -> Any:
+    """Triton's `Autotuner` (imported when first asked: importing Triton is slow)."""
+    from triton.runtime.autotuner import Autotuner
+
+    return Autotuner
+
+
 def base_function(autotuner: Any) -> Any:
     fn = autotuner.fn
     while not inspect.isfunction(fn):

@@ -10,7 +10,7 @@ from collections.abc import Callable, Iterator
 from typing import Any
 
 from tuned_kernels import model
-from tuned_kernels.triton_edge.keys import tuning_key
+from tuned_kernels.triton_edge.keys import autotuner_class, tuning_key
 
 
 class _Probed(Exception):
@@ -18,21 +18,33 @@ class _Probed(Exception):
         self.named_args = named_args
 
 
+class LaunchesAnother(Exception):
+    """The op launches another autotuned kernel for these arguments on this device (an op with a kernel
+    per shape or per GPU, as triton_matmul): this kernel has nothing to tune or compile for them here."""
+
+
 def probe_launch(kernel: Any, launch: Callable[[], object]) -> dict[str, Any]:
-    """The named arguments `launch` passes to `kernel`, captured without running it."""
+    """The named arguments `launch` passes to `kernel`, captured without running it; raises
+    `LaunchesAnother` when the op reaches another autotuned kernel first (which does not run either)."""
 
     def record(*args: Any, **kwargs: Any) -> None:
         kwargs.pop("grid", None)
         kwargs.pop("warmup", None)
         raise _Probed({**dict(zip(kernel.arg_names, args, strict=False)), **kwargs})
 
-    kernel.run = record
+    def another(self: Any, *args: Any, **kwargs: Any) -> None:
+        raise LaunchesAnother(f"{kernel_name(kernel)}: the op launches {kernel_name(self)} here instead")
+
+    autotuner = autotuner_class()
+    original = autotuner.run
+    kernel.run, autotuner.run = record, another
     try:
         launch()
     except _Probed as probed:
         return probed.named_args
     finally:
         del kernel.run
+        autotuner.run = original
     raise RuntimeError(f"{kernel_name(kernel)}: the op did not launch its kernel")
 
 
