@@ -73,7 +73,8 @@ def test_the_local_ci_script_builds_a_cpu_bundle_end_to_end(tmp_path: Path) -> N
 
     from tuned_kernels.triton_edge.keys import kernel_identity
 
-    assert {e.kernel.name for e in merged.entries} == {kernel_identity(f.kernel).name for f in CORPUS}
+    launched = [f for f in CORPUS if f.name != "matmul_tma"]  # no copy engine on the cpu target
+    assert {e.kernel.name for e in merged.entries} == {kernel_identity(f.kernel).name for f in launched}
     assert [p.name for p in (tmp_path / "out/dist").iterdir()] == ["tuned_kernels_cpu-0.1.0-py3-none-any.whl"]
     assert (tmp_path / "out/simple/tuned-kernels-cpu/index.html").exists()
 

@@ -75,18 +75,19 @@ def test_the_committed_full_matmul_bundle_is_for_the_kernels_as_they_are() -> No
     """Every entry of benchmarks/' full-matmul bundle (the P9 numbers) names a kernel of this tree by
     Triton's cache key, which counts each kernel's first line: moving a kernel stales the bundle."""
     import triton
-    from tuned_kernels.aot.kernels import matmul, skinny_matmul
+    from tuned_kernels.aot.kernels import matmul, skinny_matmul, tma_matmul
 
     from tuned_kernels.triton_edge.keys import kernel_identity
 
     bundle = read_results(ROOT / "benchmarks/matmul-full-h100-triton3.6.0.pb.zst")
     if bundle.header.compiler.triton_version != triton.__version__:
         pytest.skip(f"the bundle is for triton {bundle.header.compiler.triton_version}")
-    kernels = (matmul.matmul_kernel, skinny_matmul.matmul_skinny_kernel, matmul.MATMUL_CHOICE)
+    kernels = (tma_matmul.matmul_tma_kernel, skinny_matmul.matmul_skinny_kernel, matmul.MATMUL_CHOICE)
     current = {kernel_identity(k).name: kernel_identity(k) for k in kernels}
     stale = {e.kernel.name for e in bundle.entries if current.get(e.kernel.name) != e.kernel}
     assert not stale, stale
-    assert len(bundle.entries) == 48 + 36 + 84  # tile kernel M > 64, split-K kernel M <= 64, every choice
+    # the copy engine's kernel for M > 64 (an H100's), the split-K kernel for M <= 64, every choice
+    assert len(bundle.entries) == 48 + 36 + 84
 
 
 def test_split_k_matmul_is_exact_across_launches_and_streams() -> None:
@@ -126,6 +127,34 @@ def test_split_k_matmul_is_exact_across_launches_and_streams() -> None:
     assert all(int(counts.abs().sum()) == 0 for _, counts in skinny_matmul._workspaces.values())
 
 
+def test_every_config_of_the_copy_engine_kernel_matches_cublas_where_triton_matmul_uses_it() -> None:
+    """On Hopper, triton_matmul runs the copy engine's kernel for more than 64 rows; each config of its
+    space, on fp16 and bf16 shapes whose edges cut tiles, matches cuBLAS (persistent programs, zero-filled
+    loads and clipped stores past the edges)."""
+    import torch
+    from tuned_kernels.aot.kernels import matmul, tma_matmul
+
+    from tuned_kernels.triton_edge.keys import config_from_triton
+    from tuned_kernels.triton_edge.launch import LaunchesAnother, forced_config, probe_launch
+
+    if torch.cuda.get_device_capability() < (9, 0):
+        pytest.skip("no copy engine before sm90")
+    gen = torch.Generator(device="cuda").manual_seed(0)
+    for dtype, (m, n, k) in ((torch.float16, (300, 264, 200)), (torch.bfloat16, (1000, 520, 72))):
+        a = torch.randn(m, k, device="cuda", dtype=dtype, generator=gen) * k**-0.5
+        b = torch.randn(k, n, device="cuda", dtype=dtype, generator=gen)
+        probe_launch(tma_matmul.matmul_tma_kernel, lambda a=a, b=b: matmul.triton_matmul(a, b))
+        with pytest.raises(LaunchesAnother):
+            probe_launch(matmul.matmul_kernel, lambda a=a, b=b: matmul.triton_matmul(a, b))
+        want = (a.float() @ b.float()).to(dtype).float()
+        for config in tma_matmul.tma_configs():
+            c = torch.full((m, n), float("nan"), device="cuda", dtype=dtype)
+            with forced_config(tma_matmul.matmul_tma_kernel, config):
+                matmul.triton_matmul(a, b, out=c)
+            error = (c.float() - want).abs().max().item()
+            assert error < 3e-2, (dtype, config_from_triton(config).describe(), error)
+
+
 def test_kernels_compiled_without_the_gpu_are_what_the_launches_ask_for(tmp_path: Path) -> None:
     """`compile` on a machine that sees no GPU; then every quick case of the built-in corpus launches on
     the GPU with an empty Triton cache: nothing is compiled, every output matches its reference."""
@@ -160,9 +189,11 @@ def test_kernels_compiled_without_the_gpu_are_what_the_launches_ask_for(tmp_path
         "knobs.compilation.listener = lambda *, cache_hit, **_: compiled.append(cache_hit)\n"
         "from tuned_kernels.aot.kernels.builtin import CORPUS\n"
         "from tuned_kernels.aot.tuner import mismatch\n"
-        "wrong = []\n"
+        "wrong, ran = [], set()\n"
         "for f in [f for f in CORPUS if f.name != 'matmul_impl']:  # kernels only (a choice compiles nothing)\n"
         "    for case in f.cases('quick'):\n"
+        "        if (f.make_inputs, case) in ran: continue  # matmul's tile and copy-engine families share\n"
+        "        ran.add((f.make_inputs, case))\n"
         "        i = f.make_inputs(case, 'cuda', torch.Generator().manual_seed(0))\n"
         "        if mismatch(f.run(i), f.reference(i), f.tolerance): wrong.append(case.id)\n"
         "s = tuned_kernels.stats()\n"
@@ -181,7 +212,9 @@ def test_kernels_compiled_without_the_gpu_are_what_the_launches_ask_for(tmp_path
     hits, misses, compilations, served, wrong = out.stdout.strip().split(" ", 4)
     from tuned_kernels.aot.kernels.builtin import CORPUS
 
-    kernel_cases = sum(len(f.cases("quick")) for f in CORPUS if f.name != "matmul_impl")
+    kernel_cases = len(
+        {(f.make_inputs, c) for f in CORPUS if f.name != "matmul_impl" for c in f.cases("quick")}
+    )
     assert (hits, misses, compilations, wrong) == (str(kernel_cases), "0", "0", "[]"), out.stdout + out.stderr
     assert int(served) >= 1, out.stdout
 

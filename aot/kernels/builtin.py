@@ -8,7 +8,7 @@ from typing import Any
 
 import torch
 from tuned_kernels.aot.corpus import Case, Inputs, KernelFamily
-from tuned_kernels.aot.kernels import attention, matmul, rowwise
+from tuned_kernels.aot.kernels import attention, matmul, rowwise, tma_matmul
 from tuned_kernels.aot.kernels.skinny_matmul import SKINNY_M, matmul_skinny_kernel
 
 DTYPES = {"float16": torch.float16, "bfloat16": torch.bfloat16, "float32": torch.float32}
@@ -109,7 +109,8 @@ def _rms_norm_ref(i: Inputs) -> torch.Tensor:
 
 def by_kernel(shapes: Mapping[str, Sequence[Case]], skinny: bool) -> dict[str, list[Case]]:
     """The matmul cases of each shape set that triton_matmul runs on its split-K kernel (skinny: at most
-    SKINNY_M rows) or on its tile kernel."""
+    SKINNY_M rows) or on one of its kernels for more rows (the copy engine's where the GPU has one, else
+    the tile kernel's: the tuner tunes each case for the kernel its op launches on the GPU at hand)."""
     return {name: [c for c in cases if (c["M"] <= SKINNY_M) == skinny] for name, cases in shapes.items()}
 
 
@@ -158,7 +159,13 @@ CORPUS: tuple[KernelFamily, ...] = (
         lambda i: matmul.triton_matmul(i["a"], i["b"], out=i["out"]),
         skinny=True,
     ),
-    # after "matmul" and "matmul_skinny": the choice's Triton implementation uses the configs tuned there
+    _matmul_family(
+        "matmul_tma",
+        tma_matmul.matmul_tma_kernel,
+        lambda i: matmul.triton_matmul(i["a"], i["b"], out=i["out"]),
+        skinny=False,
+    ),
+    # after the matmul kernels' families: the choice's Triton implementation uses the configs tuned there
     _matmul_family(
         "matmul_impl", matmul.MATMUL_CHOICE, lambda i: matmul.matmul(i["a"], i["b"], out=i["out"])
     ),

@@ -7,7 +7,7 @@ import itertools
 import torch
 import triton
 import triton.language as tl
-from tuned_kernels.aot.kernels.skinny_matmul import SKINNY_M, skinny_matmul
+from tuned_kernels.aot.kernels import skinny_matmul, tma_matmul
 
 from tuned_kernels.choice import ImplementationChoice
 
@@ -150,13 +150,17 @@ def _check(a: torch.Tensor, b: torch.Tensor) -> tuple[int, int, int]:
 
 
 def triton_matmul(a: torch.Tensor, b: torch.Tensor, out: torch.Tensor | None = None) -> torch.Tensor:
-    """a @ b by Triton: up to SKINNY_M rows by the split-K kernel (skinny_matmul.py), more by tiles."""
+    """a @ b by Triton: up to SKINNY_M rows by the split-K kernel (skinny_matmul.py), more by the copy
+    engine's kernel (tma_matmul.py) where it fits, else by tiles."""
     M, N, K = _check(a, b)
     c = out if out is not None else torch.empty((M, N), device=a.device, dtype=a.dtype)
     if M == 0 or N == 0:
         return c  # nothing to compute (and no program to launch)
-    if M <= SKINNY_M:
-        skinny_matmul(a, b, c, M, N, K)
+    if M <= skinny_matmul.SKINNY_M:
+        skinny_matmul.skinny_matmul(a, b, c, M, N, K)
+        return c
+    if tma_matmul.fits(a, b, c, K):
+        tma_matmul.tma_matmul(a, b, c, M, N, K)
         return c
     matmul_kernel[_grid(M, N)](
         a, b, c, M, N, K, a.stride(0), a.stride(1), b.stride(0), b.stride(1), c.stride(0), c.stride(1)
