@@ -1,5 +1,6 @@
 """The built-in fp16 matmul on the four shapes of the measured baseline in ANCHORS.md (a benchmark corpus;
-the decode shape is the split-K kernel's)."""
+the decode shape is the split-K kernel's, the others the copy engine's kernel's on Hopper, else the tile
+kernel's)."""
 
 import dataclasses
 
@@ -14,4 +15,5 @@ _SHAPES = {"bench": CASES, "quick": CASES[2:3]}
 CORPUS = (
     dataclasses.replace(_FAMILIES["matmul"], shapes=by_kernel(_SHAPES, skinny=False)),
     dataclasses.replace(_FAMILIES["matmul_skinny"], shapes=by_kernel(_SHAPES, skinny=True)),
+    dataclasses.replace(_FAMILIES["matmul_tma"], shapes=by_kernel(_SHAPES, skinny=False)),
 )

@@ -2,14 +2,14 @@
 2), one process, a bundle serving the kernels' configs and the recorded choices:
 `TUNED_KERNELS_PATH=benchmarks/matmul-full-h100-triton3.6.0.pb.zst python benchmarks/matmul_keys.py [OUT]`.
 
-Per key (84: fp16 and bf16, six Llama-3 (N, K) pairs, M from 1 to 8192): device time (`do_bench` medians,
-L2 flushed, what the tuner times) of the Triton matmul (`triton_matmul`: the split-K kernel up to 64 rows,
-the tile kernel above), torch.matmul and `ops.matmul`; the kernel alone (the same, with the device held
-busy before each call so that a launch slower than the kernel is never inside the events: do_bench's L2
-flush lasts about as long as Triton 3.6 takes to launch on the H100 machine's CPU); each one's host time
-to issue a call; the launch-inclusive time (the longer of device and host: what a program calling it in a
-loop gets); the choice device time alone and launch-inclusive time make, and the choice the bundle
-recorded. OUT is rewritten after each key, so a cut-off run keeps what it measured."""
+Per key (84: fp16 and bf16, six Llama-3 (N, K) pairs, M from 1 to 8192): device time (`do_bench` medians, L2
+flushed, what the tuner times) of the Triton matmul (`triton_matmul`: the split-K kernel up to 64 rows, above
+them the copy engine's kernel on Hopper, else the tile kernel), torch.matmul and `ops.matmul`; the kernel
+alone (the same, with the device held busy before each call so that a launch slower than the kernel is never
+inside the events: do_bench's L2 flush lasts about as long as Triton 3.6 takes to launch on the H100 machine's
+CPU); each one's host time to issue a call; the launch-inclusive time (the longer of device and host: what a
+program calling it in a loop gets); the choice device time alone and launch-inclusive time make, and the
+choice the bundle recorded. OUT is rewritten after each key, so a cut-off run keeps what it measured."""
 
 from __future__ import annotations
 

@@ -16,8 +16,9 @@ Steps (each a fresh process where start-up is measured; ratios from one run):
            caches / Triton's warm caches / only the bundle `tuned-kernels capture` made, with and without
            the warm-up (TUNED_KERNELS_WARMUP=0), fresh processes, alternating, with kernels compiled counted
            (`--steps programs`, `--programs` to run some)
-  matmul-tune  the full-matmul bundle for P9: the committed one's tile-kernel entries (M > 64) kept, the
-           split-K kernel (M <= 64) and ops.matmul's choice (all 84 keys, launch-inclusive) tuned into
+  matmul-tune  the full-matmul bundle for P9: the committed one's split-K entries (M <= 64) kept, the
+           kernel triton_matmul runs for M > 64 on this GPU (the copy engine's on Hopper, else the tile
+           kernel) and ops.matmul's choice (all 84 keys, launch-inclusive) tuned into
            WORK/matmul-full.pb.zst (`--steps matmul-tune`, then commit it as the committed bundle)
   choices  P9: the Triton matmul and ops.matmul vs torch.matmul (cuBLAS) on all 84 full-matmul keys, device
            time and launch-inclusive, the choice each timing makes and the one recorded; WORK's
@@ -109,6 +110,8 @@ class Bench:
             "matmul",
             "--kernels",
             "matmul_skinny",
+            "--kernels",
+            "matmul_tma",
             "--kernels",
             "matmul_impl",
         )
@@ -239,20 +242,20 @@ class Bench:
         self.report["quality"] = self.child("quality", paths, self.env(self.tune_cache))
 
     def matmul_tune(self) -> None:
-        from tuned_kernels.aot.kernels.matmul import matmul_kernel
+        from tuned_kernels.aot.kernels.skinny_matmul import matmul_skinny_kernel
 
         from tuned_kernels.results import read_results, write_results
         from tuned_kernels.triton_edge.keys import kernel_identity
 
         committed = read_results(COMMITTED_MATMUL)
-        tiles = kernel_identity(matmul_kernel)
-        kept = tuple(e for e in committed.entries if e.kernel.name == tiles.name and int(e.key[0]) > 64)
+        skinny = kernel_identity(matmul_skinny_kernel)
+        kept = tuple(e for e in committed.entries if e.kernel == skinny)
         if not self.matmul_bundle.exists():  # else an earlier call's, resumed
             write_results(self.matmul_bundle, dataclasses.replace(committed, entries=kept))
-        kernels = ("--kernels", "matmul_skinny", "--kernels", "matmul_impl")
+        kernels = ("--kernels", "matmul", "--kernels", "matmul_tma", "--kernels", "matmul_impl")
         argv = ["tune", "--shapes", "full", *kernels, "--resume", "-o", str(self.matmul_bundle), "--json"]
         wall, text = self.tool(argv, self.env())
-        self.report["matmul_tune"] = {"wall_s": wall, "kept_tile_entries": len(kept), **json.loads(text)}
+        self.report["matmul_tune"] = {"wall_s": wall, "kept_skinny_entries": len(kept), **json.loads(text)}
 
     def choices(self) -> None:
         out = self.work / "matmul-keys.json"
@@ -293,6 +296,7 @@ class Bench:
         rows = {}
         for label, visible in (("1 GPU", "0"), (f"{gpus} GPUs", ",".join(map(str, range(gpus))))):
             argv = ["tune", "--shapes", "full", "--kernels", "matmul", "--kernels", "matmul_skinny"]
+            argv += ["--kernels", "matmul_tma"]
             argv += ["--time-budget", str(budget_s)]
             output = str(self.work / f"s{len(rows)}.pb")
             wall, text = self.tool([*argv, "-o", output, "--json"], self.env(CUDA_VISIBLE_DEVICES=visible))
