@@ -5,11 +5,12 @@
 Per key (84: fp16 and bf16, six Llama-3 (N, K) pairs, M from 1 to 8192): device time (`do_bench` medians, L2
 flushed, what the tuner times) of the Triton matmul (`triton_matmul`: the split-K kernel up to 64 rows, above
 them the copy engine's kernel on Hopper, else the tile kernel), torch.matmul and `ops.matmul`; the kernel
-alone (the same, with the device held busy before each call so that a launch slower than the kernel is never
-inside the events: do_bench's L2 flush lasts about as long as Triton 3.6 takes to launch on the H100 machine's
-CPU); each one's host time to issue a call; the launch-inclusive time (the longer of device and host: what a
-program calling it in a loop gets); the choice device time alone and launch-inclusive time make, and the
-choice the bundle recorded. OUT is rewritten after each key, so a cut-off run keeps what it measured."""
+alone (the three taking turns, with the device held busy before each call so that a launch slower than the
+kernel is never inside the events: do_bench's L2 flush lasts about as long as Triton 3.6 takes to launch on
+the H100 machine's CPU); each one's host time to issue a call; the launch-inclusive time (the longer of device
+and host: what a program calling it in a loop gets); the choice device time alone and launch-inclusive time
+make, and the choice the bundle recorded. OUT is rewritten after each key, so a cut-off run keeps what it
+measured."""
 
 from __future__ import annotations
 
@@ -33,22 +34,31 @@ def geomean(values: list[float]) -> float:
     return math.exp(sum(math.log(v) for v in values) / len(values)) if values else float("nan")
 
 
-def kernel_us(fn: Callable[[], object], reps: int = 30) -> float:
-    """Median device time of one call, L2 flushed and the device kept busy (a spin kernel) while the call
-    is issued, so the events time the kernels and never wait for the host."""
+def kernel_us(fns: dict[str, Callable[[], object]], reps: int = 30) -> dict[str, float]:
+    """Median device time of one call of each of `fns`, L2 flushed and the device kept busy (a spin
+    kernel) while the call is issued, so the events time the kernels and never wait for the host. The calls
+    take turns (one of each per round): a GPU whose clocks drift during the run slows each of them alike."""
     flush = torch.empty(256 * 1024 * 1024 // 4, dtype=torch.int32, device="cuda")
-    events = [
-        (torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)) for _ in range(reps)
-    ]
-    fn()
-    for start, end in events:
-        flush.zero_()
-        torch.cuda._sleep(1_000_000)  # ~0.5 ms at H100 clocks: longer than any launch here
-        start.record()
+    events = {
+        name: [
+            (torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)) for _ in range(reps)
+        ]
+        for name in fns
+    }
+    for fn in fns.values():
         fn()
-        end.record()
+    for i in range(reps):
+        for name, fn in fns.items():
+            start, end = events[name][i]
+            flush.zero_()
+            torch.cuda._sleep(1_000_000)  # ~0.5 ms at H100 clocks: longer than any launch here
+            start.record()
+            fn()
+            end.record()
     torch.cuda.synchronize()
-    return statistics.median(start.elapsed_time(end) for start, end in events) * 1e3
+    return {
+        name: statistics.median(s.elapsed_time(e) for s, e in pairs) * 1e3 for name, pairs in events.items()
+    }
 
 
 def summary(rows: list[dict[str, Any]]) -> dict[str, Any]:
@@ -96,7 +106,7 @@ def main() -> None:
                 fns["ops"]()
                 recorded = [MATMUL_CHOICE.cache[key] for key in set(MATMUL_CHOICE.cache) - before]
                 dev = {name: device(fn) * 1e3 for name, fn in fns.items()}
-                alone = {name: kernel_us(fn) for name, fn in fns.items()}
+                alone = kernel_us(fns)
                 host = {name: inclusive.host_ms(fn) * 1e3 for name, fn in fns.items()}
                 incl = {name: max(dev[name], host[name]) for name in fns}
                 two = ("triton", "torch")
