@@ -67,3 +67,16 @@ class KernelFamily:
 
 
 Corpus = Sequence[KernelFamily]
+
+
+def distinct_runs(corpus: Corpus, shape_set: str) -> list[tuple[KernelFamily, Case]]:
+    """Every (family, case) of `shape_set`, less those an earlier family already makes the same inputs for:
+    families that tune the kernels of one op on the same cases (matmul's tile and copy-engine kernels, of
+    which the op launches one per GPU) have each case run once."""
+    runs, seen = [], set()
+    for family in corpus:
+        for case in family.cases(shape_set):
+            if (family.make_inputs, case) not in seen:
+                seen.add((family.make_inputs, case))
+                runs.append((family, case))
+    return runs

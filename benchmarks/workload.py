@@ -27,7 +27,7 @@ STARTED_AT = time.time()  # before Triton's and our imports: run.py splits a pro
 
 import triton  # noqa: E402
 import triton.language as tl  # noqa: E402
-from tuned_kernels.aot.corpus import Case  # noqa: E402
+from tuned_kernels.aot.corpus import Case, distinct_runs  # noqa: E402
 from tuned_kernels.aot.kernels.builtin import CORPUS as BUILTIN  # noqa: E402
 from tuned_kernels.aot.kernels.builtin import by_kernel  # noqa: E402
 
@@ -122,13 +122,9 @@ def first_result() -> dict[str, Any]:
     runs = []
     workload_at = time.time()
     t0 = time.perf_counter()
-    ran = set()  # matmul's tile and copy-engine families share their cases (triton_matmul picks one)
-    for family in CORPUS:
-        for case in family.cases("cold"):
-            if (family.make_inputs, case) not in ran:
-                ran.add((family.make_inputs, case))
-                inputs = family.make_inputs(case, "cuda", gen)
-                runs.append((family, inputs, family.run(inputs)))
+    for family, case in distinct_runs(CORPUS, "cold"):
+        inputs = family.make_inputs(case, "cuda", gen)
+        runs.append((family, inputs, family.run(inputs)))
     torch.cuda.synchronize()
     seconds = time.perf_counter() - t0
     from tuned_kernels.aot.tuner import mismatch

@@ -187,15 +187,14 @@ def test_kernels_compiled_without_the_gpu_are_what_the_launches_ask_for(tmp_path
         "from triton import knobs\n"
         "compiled = []\n"
         "knobs.compilation.listener = lambda *, cache_hit, **_: compiled.append(cache_hit)\n"
+        "from tuned_kernels.aot.corpus import distinct_runs\n"
         "from tuned_kernels.aot.kernels.builtin import CORPUS\n"
         "from tuned_kernels.aot.tuner import mismatch\n"
-        "wrong, ran = [], set()\n"
-        "for f in [f for f in CORPUS if f.name != 'matmul_impl']:  # kernels only (a choice compiles nothing)\n"
-        "    for case in f.cases('quick'):\n"
-        "        if (f.make_inputs, case) in ran: continue  # matmul's tile and copy-engine families share\n"
-        "        ran.add((f.make_inputs, case))\n"
-        "        i = f.make_inputs(case, 'cuda', torch.Generator().manual_seed(0))\n"
-        "        if mismatch(f.run(i), f.reference(i), f.tolerance): wrong.append(case.id)\n"
+        "wrong = []\n"
+        "kernels = [f for f in CORPUS if f.name != 'matmul_impl']  # a choice compiles nothing\n"
+        "for f, case in distinct_runs(kernels, 'quick'):\n"
+        "    i = f.make_inputs(case, 'cuda', torch.Generator().manual_seed(0))\n"
+        "    if mismatch(f.run(i), f.reference(i), f.tolerance): wrong.append(case.id)\n"
         "s = tuned_kernels.stats()\n"
         "print(s['hits'], s['misses'], compiled.count(False), s['compiled_kernels']['served'], wrong)\n"
     )
@@ -210,11 +209,10 @@ def test_kernels_compiled_without_the_gpu_are_what_the_launches_ask_for(tmp_path
     )
     assert out.returncode == 0, out.stderr
     hits, misses, compilations, served, wrong = out.stdout.strip().split(" ", 4)
+    from tuned_kernels.aot.corpus import distinct_runs
     from tuned_kernels.aot.kernels.builtin import CORPUS
 
-    kernel_cases = len(
-        {(f.make_inputs, c) for f in CORPUS if f.name != "matmul_impl" for c in f.cases("quick")}
-    )
+    kernel_cases = len(distinct_runs([f for f in CORPUS if f.name != "matmul_impl"], "quick"))
     assert (hits, misses, compilations, wrong) == (str(kernel_cases), "0", "0", "[]"), out.stdout + out.stderr
     assert int(served) >= 1, out.stdout
 

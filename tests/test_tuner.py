@@ -132,6 +132,18 @@ def test_cases_whose_op_launches_another_familys_kernel_here_are_counted_not_tun
     ]
 
 
+def test_families_sharing_one_ops_cases_run_each_case_once() -> None:
+    from tuned_kernels.aot.corpus import distinct_runs
+    from tuned_kernels.aot.kernels.builtin import CORPUS
+
+    families = [f for f in CORPUS if f.name in ("matmul", "matmul_tma", "matmul_bias_act")]
+    runs = [(family.name, case.id) for family, case in distinct_runs(families, "quick")]
+    assert runs == [
+        ("matmul", "M=96,N=80,K=64,dtype=float16"),  # matmul_tma's same case is not run again
+        ("matmul_bias_act", "M=16,N=64,K=256,dtype=float16,act=gelu"),
+    ]
+
+
 def test_seeded_search_walks_neighbours_from_its_seeds() -> None:
     space = [model.Config.of({"B": b}, num_warps=w) for b in (16, 32, 64, 128) for w in (1, 2, 4)]
     best = model.Config.of({"B": 128}, num_warps=1)
