@@ -9,8 +9,9 @@ alone (the three taking turns, with the device held busy before each call so tha
 kernel is never inside the events: do_bench's L2 flush lasts about as long as Triton 3.6 takes to launch on
 the H100 machine's CPU); each one's host time to issue a call; the launch-inclusive time (the longer of device
 and host: what a program calling it in a loop gets); the choice device time alone and launch-inclusive time
-make, and the choice the bundle recorded. OUT is rewritten after each key, so a cut-off run keeps what it
-measured."""
+make, and the choice the bundle recorded. On decode keys (M <= 64) a kernel that only reads B takes turns
+with the three calls: the memory floor no implementation can beat by much (benchmarks/read_floor.py). OUT is
+rewritten after each key, so a cut-off run keeps what it measured."""
 
 from __future__ import annotations
 
@@ -22,6 +23,7 @@ from collections.abc import Callable
 from typing import Any
 
 import torch
+from read_floor import fastest_reader  # this folder: the script's own
 from tuned_kernels.aot.kernels.builtin import LLM_M, LLM_NK
 
 import tuned_kernels
@@ -80,6 +82,19 @@ def summary(rows: list[dict[str, Any]]) -> dict[str, Any]:
                 "decode_geomean": geomean(decode),
             }
     out["choices_flipped_by_launch"] = sum(r["choice_device"] != r["choice_inclusive"] for r in rows)
+    # how far any kernel could go: cuBLAS over the fastest of (the read floor, the two matmuls) where the
+    # floor was timed (decode keys), else over the faster of the two
+    floored = [r for r in rows if "floor" in r["kernel_us"]]
+    out["cublas_vs_read_floor"] = {
+        "decode_geomean": geomean([r["kernel_us"]["torch"] / r["kernel_us"]["floor"] for r in floored]),
+        "decode_max": max((r["kernel_us"]["torch"] / r["kernel_us"]["floor"] for r in floored), default=0.0),
+    }
+    out["best_of_two_kernel_geomean"] = geomean(
+        [r["kernel_us"]["torch"] / min(r["kernel_us"]["triton"], r["kernel_us"]["torch"]) for r in rows]
+    )
+    out["bound_kernel_geomean"] = geomean(
+        [r["kernel_us"]["torch"] / min(r["kernel_us"].values()) for r in rows]
+    )
     return out
 
 
@@ -106,7 +121,11 @@ def main() -> None:
                 fns["ops"]()
                 recorded = [MATMUL_CHOICE.cache[key] for key in set(MATMUL_CHOICE.cache) - before]
                 dev = {name: device(fn) * 1e3 for name, fn in fns.items()}
-                alone = kernel_us(fns)
+                if m in DECODE_M:  # the floor: a kernel that only reads B (benchmarks/read_floor.py)
+                    read, _ = fastest_reader(b, lambda calls: kernel_us(calls, reps=10))
+                    alone = kernel_us({**fns, "floor": read})
+                else:
+                    alone = kernel_us(fns)
                 host = {name: inclusive.host_ms(fn) * 1e3 for name, fn in fns.items()}
                 incl = {name: max(dev[name], host[name]) for name in fns}
                 two = ("triton", "torch")
@@ -129,7 +148,8 @@ def main() -> None:
                     f"{host['ops']:5.1f}  triton/cublas {dev['torch'] / dev['triton']:.3f} "
                     f"(alone {alone['torch'] / alone['triton']:.3f}) "
                     f"ops/cublas {dev['torch'] / dev['ops']:.3f} (incl {incl['torch'] / incl['ops']:.3f}) "
-                    f"recorded {row['recorded']}",
+                    f"recorded {row['recorded']}"
+                    + (f" floor us {alone['floor']:.1f}" if "floor" in alone else ""),
                     flush=True,
                 )
                 if len(sys.argv) > 1:

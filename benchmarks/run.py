@@ -21,7 +21,8 @@ Steps (each a fresh process where start-up is measured; ratios from one run):
            kernel) and ops.matmul's choice (all 84 keys, launch-inclusive) tuned into
            WORK/matmul-full.pb.zst (`--steps matmul-tune`, then commit it as the committed bundle)
   choices  P9: the Triton matmul and ops.matmul vs torch.matmul (cuBLAS) on all 84 full-matmul keys, device
-           time and launch-inclusive, the choice each timing makes and the one recorded; WORK's
+           time, kernel alone and launch-inclusive, on decode keys a read of B beside them (the memory
+           floor, benchmarks/read_floor.py), the choice each timing makes and the one recorded; WORK's
            matmul-full.pb.zst serving if a matmul-tune made one, else the committed bundle (`--steps
            choices`; benchmarks/matmul_keys.py)
   inductor P8: torch.compile on the GPU, a 2-block MLP and 4 Llama-style decoder blocks (fp16, 512 tokens):
@@ -391,6 +392,7 @@ def table(r: dict[str, Any]) -> str:
         for impl, field in (
             ("ops", "device"),
             ("ops", "inclusive"),
+            ("ops", "kernel"),
             ("triton", "device"),
             ("triton", "kernel"),
         ):
@@ -405,6 +407,17 @@ def table(r: dict[str, Any]) -> str:
                 f"{x['geomean']:.3f} / {x['min']:.3f} / {x['decode_min']:.3f}",
                 goal,
                 met(x),
+            )
+        if "cublas_vs_read_floor" in c:
+            floor = c["cublas_vs_read_floor"]
+            row(
+                "P9",
+                "how far any kernel could go: cuBLAS vs a read of B, decode keys (geomean / max); per key "
+                "cuBLAS over the faster of the two / over the fastest timed, floor included (geomean)",
+                f"{floor['decode_geomean']:.3f} / {floor['decode_max']:.3f}; "
+                f"{c['best_of_two_kernel_geomean']:.3f} / {c['bound_kernel_geomean']:.3f}",
+                "-",
+                None,
             )
     for name, m in r.get("inductor", {}).items():
         first = {
@@ -471,6 +484,16 @@ def table(r: dict[str, Any]) -> str:
         lines.append(
             f"|  | ratios | bundle/warm {bundle / b:.3f}{no_warmup}, none/bundle {a / bundle:.1f}x | | |"
         )
+        warm_tuning = statistics.median(x.get("autotune_seconds", 0.0) for x in c["triton_warm"])
+        if warm_tuning > 0:  # Triton caches no tuning of configs with pre-hooks: a warm process re-tunes them
+            untuned = statistics.median(
+                x["wall_s"] - x.get("autotune_seconds", 0.0) for x in c["triton_warm"]
+            )
+            lines.append(
+                f"|  | Triton warm's own tuning | {c['triton_warm'][-1]['autotune_benchmarks']} configs, "
+                f"{warm_tuning:.2f} s per process; warm without it {untuned:.2f} s, bundle/that "
+                f"{bundle / untuned:.3f}x | | |"
+            )
         if "phases_s" in last:
             phases = {
                 mode: "/".join(
