@@ -1,6 +1,7 @@
 """Host time to issue one matmul call, per path (issue 16 item 2: the launch is as long as a decode GEMM):
-torch.matmul, the Triton matmul's split-K kernel (M = 16) and tile kernel (M = 256), ops.matmul; then
-where the split-K call's time goes (cProfile, top functions by own time). One process:
+torch.matmul, the Triton matmul at M = 16 (split-K kernel) and M = 256 (on Hopper the copy engine's kernel,
+else the tile kernel), ops.matmul; then where the Triton matmul's time goes at each M (cProfile, top
+functions by own time). One process:
 `python benchmarks/launch_cost.py [on|off]` (on: tuned-kernels enabled, TUNED_KERNELS_PATH's bundle serving;
 off: Triton's own autotuner, tuned at the first call)."""
 
@@ -53,18 +54,19 @@ def main() -> None:
             fn()  # tuned or served once
             rows[f"{name} M={m}"] = host_us(fn)
             print(f"{mode:>3} {name:>14} M={m:<4} {rows[f'{name} M={m}']:6.1f} us per call", flush=True)
-    a = torch.randn(16, 4096, device="cuda", dtype=torch.float16)
-    b = torch.randn(4096, 4096, device="cuda", dtype=torch.float16)
-    c = torch.empty(16, 4096, device="cuda", dtype=torch.float16)
-    profile = cProfile.Profile()
-    profile.enable()
-    for _ in range(2000):
-        triton_matmul(a, b, out=c)
-    profile.disable()
-    torch.cuda.synchronize()
-    text = io.StringIO()
-    pstats.Stats(profile, stream=text).sort_stats("tottime").print_stats(22)
-    print(text.getvalue())
+    for m in (16, 256):  # the split-K kernel; above 64 rows, the copy engine's on Hopper
+        a = torch.randn(m, 4096, device="cuda", dtype=torch.float16)
+        b = torch.randn(4096, 4096, device="cuda", dtype=torch.float16)
+        c = torch.empty(m, 4096, device="cuda", dtype=torch.float16)
+        profile = cProfile.Profile()
+        profile.enable()
+        for _ in range(2000):
+            triton_matmul(a, b, out=c)
+        profile.disable()
+        torch.cuda.synchronize()
+        text = io.StringIO()
+        pstats.Stats(profile, stream=text).sort_stats("tottime").print_stats(22)
+        print(f"triton_matmul M={m}, 2000 calls:\n{text.getvalue()}")
     print("RESULT " + json.dumps({"mode": mode, "host_us": rows}))
 
 

@@ -52,8 +52,10 @@ def test_tuned_bundle_serves_hits_without_benchmarking(tmp_path: Path) -> None:
         "from tuned_kernels import ops\n"
         "a = torch.randn(16, 4096, device='cuda', dtype=torch.float16)\n"
         "b = torch.randn(4096, 4096, device='cuda', dtype=torch.float16)\n"
-        "c = ops.triton_matmul(a, b); torch.cuda.synchronize()\n"
-        "ref = a.float() @ b.float(); assert ((c.float() - ref).abs().max() / ref.abs().max()) < 1e-2\n"
+        "for _ in range(3):  # the first launch served; the next two direct, on new data\n"
+        "    a = torch.randn(16, 4096, device='cuda', dtype=torch.float16)\n"
+        "    c = ops.triton_matmul(a, b); torch.cuda.synchronize()\n"
+        "    ref = a.float() @ b.float(); assert ((c.float() - ref).abs().max() / ref.abs().max()) < 1e-2\n"
         "s = tuned_kernels.stats(); print(s['hits'], s['misses'], s['configs_benchmarked'],\n"
         "    s['compiled_kernels']['served'], compiled.count(False))\n"
     )
@@ -125,6 +127,45 @@ def test_split_k_matmul_is_exact_across_launches_and_streams() -> None:
             ).describe()
     assert len(skinny_matmul._workspaces) >= 2  # one per stream
     assert all(int(counts.abs().sum()) == 0 for _, counts in skinny_matmul._workspaces.values())
+
+
+def test_direct_launches_compute_what_launches_through_triton_compute() -> None:
+    """After a specialization's first launch, triton_matmul calls the compiled kernel's launcher directly:
+    for the split-K, copy-engine and tile kernels, on 16-byte aligned and misaligned operands (another
+    specialization), each of several launches on new data matches cuBLAS, and the direct path was taken."""
+    import torch
+    from tuned_kernels.aot.kernels import matmul, skinny_matmul, tma_matmul
+
+    from tuned_kernels.triton_edge.direct_launch import DirectLaunches
+    from tuned_kernels.triton_edge.launch import forced_config
+
+    def operand(rows: int, cols: int, offset: int) -> torch.Tensor:
+        """Starting `offset` elements into its memory (2 bytes each: 1 is off the 16-byte alignment)."""
+        flat = torch.randn(rows * cols + offset, device="cuda", dtype=torch.float16) * cols**-0.5
+        view = flat[offset:].view(rows, cols)
+        assert (view.data_ptr() % 16 == 0) == (offset == 0)
+        return view
+
+    n = k = 1024
+    skinny = skinny_matmul.prune_skinny(skinny_matmul.skinny_configs(), {"M": 16, "N": n, "K": k})
+    kernels = [
+        (skinny_matmul.matmul_skinny_kernel, skinny[0], 16, 0),
+        (skinny_matmul.matmul_skinny_kernel, skinny[0], 16, 1),  # 2 bytes off: another specialization
+        (matmul.matmul_kernel, matmul.matmul_configs()[0], 256, 1),  # misaligned: not the copy engine's
+    ]
+    if torch.cuda.get_device_capability() >= (9, 0):
+        kernels.append((tma_matmul.matmul_tma_kernel, tma_matmul.tma_configs()[0], 256, 0))
+    for kernel, config, m, offset in kernels:
+        with forced_config(kernel, config):
+            for _ in range(3):
+                a, b = operand(m, k, offset), operand(k, n, 0)
+                c = matmul.triton_matmul(a, b)
+                error = (c.float() - a.float() @ b.float()).abs().max().item()
+                assert error < 2e-2, (kernel.base_fn.__name__, offset, error)
+        launches = kernel.__dict__.get("_tuned_kernels_direct")
+        assert isinstance(launches, DirectLaunches) and any(
+            hasattr(direct, "run") for direct in launches.launches.values()
+        ), kernel.base_fn.__name__
 
 
 def test_every_config_of_the_copy_engine_kernel_matches_cublas_where_triton_matmul_uses_it() -> None:

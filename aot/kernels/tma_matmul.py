@@ -140,6 +140,7 @@ def tma_matmul(a: torch.Tensor, b: torch.Tensor, c: torch.Tensor, m: int, n: int
     def grid(meta: dict[str, Any]) -> tuple[int]:
         return (min(programs, triton.cdiv(m, meta["BLOCK_M"]) * triton.cdiv(n, meta["BLOCK_N"])),)
 
-    matmul_tma_kernel[grid](
-        _descriptor(a, m, k), _descriptor(b, k, n), _descriptor(c, m, n), m, n, k, DTYPE=str(a.dtype)
-    )
+    from tuned_kernels.triton_edge.direct_launch import launch  # here: see skinny_matmul.skinny_matmul
+
+    descriptors = (_descriptor(a, m, k), _descriptor(b, k, n), _descriptor(c, m, n))
+    launch(matmul_tma_kernel, grid, *descriptors, m, n, k, DTYPE=str(a.dtype))
