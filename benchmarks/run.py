@@ -20,6 +20,8 @@ Steps (each a fresh process where start-up is measured; ratios from one run):
            kernel triton_matmul runs for M > 64 on this GPU (the copy engine's on Hopper, else the tile
            kernel) and ops.matmul's choice (all 84 keys, launch-inclusive) tuned into
            WORK/matmul-full.pb.zst (`--steps matmul-tune`, then commit it as the committed bundle)
+  choice-tune  the same with every kernel entry of the committed bundle kept: only ops.matmul's 84
+           choices tuned again (after a change to the Triton matmul's launch cost) (`--steps choice-tune`)
   choices  P9: the Triton matmul and ops.matmul vs torch.matmul (cuBLAS) on all 84 full-matmul keys, device
            time, kernel alone and launch-inclusive, on decode keys a read of B beside them (the memory
            floor, benchmarks/read_floor.py), the choice each timing makes and the one recorded; WORK's
@@ -242,21 +244,27 @@ class Bench:
         paths = [str(self.work / f"{n}.pb.zst") for n in names if (self.work / f"{n}.pb.zst").exists()]
         self.report["quality"] = self.child("quality", paths, self.env(self.tune_cache))
 
-    def matmul_tune(self) -> None:
+    def matmul_tune(self, choices_only: bool = False) -> None:
+        """The committed bundle's split-K entries kept (and with `choices_only`, its other kernels' too),
+        the rest tuned again, resuming an earlier call's file."""
+        from tuned_kernels.aot.kernels.matmul import MATMUL_CHOICE
         from tuned_kernels.aot.kernels.skinny_matmul import matmul_skinny_kernel
 
         from tuned_kernels.results import read_results, write_results
         from tuned_kernels.triton_edge.keys import kernel_identity
 
         committed = read_results(COMMITTED_MATMUL)
-        skinny = kernel_identity(matmul_skinny_kernel)
-        kept = tuple(e for e in committed.entries if e.kernel == skinny)
+        skinny, choice = kernel_identity(matmul_skinny_kernel), kernel_identity(MATMUL_CHOICE)
+        kept = tuple(
+            e for e in committed.entries if (e.kernel != choice if choices_only else e.kernel == skinny)
+        )
         if not self.matmul_bundle.exists():  # else an earlier call's, resumed
             write_results(self.matmul_bundle, dataclasses.replace(committed, entries=kept))
-        kernels = ("--kernels", "matmul", "--kernels", "matmul_tma", "--kernels", "matmul_impl")
+        names = ("matmul_impl",) if choices_only else ("matmul", "matmul_tma", "matmul_impl")
+        kernels = [arg for name in names for arg in ("--kernels", name)]
         argv = ["tune", "--shapes", "full", *kernels, "--resume", "-o", str(self.matmul_bundle), "--json"]
         wall, text = self.tool(argv, self.env())
-        self.report["matmul_tune"] = {"wall_s": wall, "kept_skinny_entries": len(kept), **json.loads(text)}
+        self.report["matmul_tune"] = {"wall_s": wall, "kept_entries": len(kept), **json.loads(text)}
 
     def choices(self) -> None:
         out = self.work / "matmul-keys.json"
@@ -693,6 +701,8 @@ def main() -> None:
             bench.scaling(args.scaling_budget)
         elif step == "matmul-tune":
             bench.matmul_tune()
+        elif step == "choice-tune":
+            bench.matmul_tune(choices_only=True)
         else:
             getattr(bench, step)()
         print(f"[{step}] {time.perf_counter() - t0:.1f}s", file=sys.stderr, flush=True)
