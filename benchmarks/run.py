@@ -54,6 +54,10 @@ HERE = Path(__file__).resolve().parent
 WORKLOAD = str(HERE / "workload.py")
 COMMITTED_MATMUL = HERE / "matmul-full-h100-triton3.6.0.pb.zst"
 ALL_STEPS = ("tune", "cold", "hot", "quality", "load", "size")
+MATMUL_TUNES = {  # step: the families of the full-matmul bundle tuned again, the other entries kept
+    "matmul-tune": ("matmul", "matmul_tma", "matmul_impl"),
+    "choice-tune": ("matmul_impl",),
+}
 
 
 class Bench:
@@ -244,24 +248,20 @@ class Bench:
         paths = [str(self.work / f"{n}.pb.zst") for n in names if (self.work / f"{n}.pb.zst").exists()]
         self.report["quality"] = self.child("quality", paths, self.env(self.tune_cache))
 
-    def matmul_tune(self, choices_only: bool = False) -> None:
-        """The committed bundle's split-K entries kept (and with `choices_only`, its other kernels' too),
-        the rest tuned again, resuming an earlier call's file."""
-        from tuned_kernels.aot.kernels.matmul import MATMUL_CHOICE
-        from tuned_kernels.aot.kernels.skinny_matmul import matmul_skinny_kernel
+    def matmul_tune(self, families: tuple[str, ...]) -> None:
+        """The committed bundle's entries of every other kernel kept, `families` tuned again (resuming an
+        earlier call's file)."""
+        from tuned_kernels.aot.kernels.builtin import CORPUS
 
         from tuned_kernels.results import read_results, write_results
         from tuned_kernels.triton_edge.keys import kernel_identity
 
         committed = read_results(COMMITTED_MATMUL)
-        skinny, choice = kernel_identity(matmul_skinny_kernel), kernel_identity(MATMUL_CHOICE)
-        kept = tuple(
-            e for e in committed.entries if (e.kernel != choice if choices_only else e.kernel == skinny)
-        )
+        again = {kernel_identity(f.kernel) for f in CORPUS if f.name in families}
+        kept = tuple(e for e in committed.entries if e.kernel not in again)
         if not self.matmul_bundle.exists():  # else an earlier call's, resumed
             write_results(self.matmul_bundle, dataclasses.replace(committed, entries=kept))
-        names = ("matmul_impl",) if choices_only else ("matmul", "matmul_tma", "matmul_impl")
-        kernels = [arg for name in names for arg in ("--kernels", name)]
+        kernels = [arg for name in families for arg in ("--kernels", name)]
         argv = ["tune", "--shapes", "full", *kernels, "--resume", "-o", str(self.matmul_bundle), "--json"]
         wall, text = self.tool(argv, self.env())
         self.report["matmul_tune"] = {"wall_s": wall, "kept_entries": len(kept), **json.loads(text)}
@@ -699,10 +699,8 @@ def main() -> None:
             bench.inductor(args.repeats, args.models.split(","))
         elif step == "scaling":
             bench.scaling(args.scaling_budget)
-        elif step == "matmul-tune":
-            bench.matmul_tune()
-        elif step == "choice-tune":
-            bench.matmul_tune(choices_only=True)
+        elif step in MATMUL_TUNES:
+            bench.matmul_tune(MATMUL_TUNES[step])
         else:
             getattr(bench, step)()
         print(f"[{step}] {time.perf_counter() - t0:.1f}s", file=sys.stderr, flush=True)
