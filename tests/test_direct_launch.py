@@ -77,6 +77,18 @@ def test_a_specialization_launches_through_triton_once_then_through_its_compiled
     ]
 
 
+def test_the_grid_is_asked_each_launch_as_triton_asks_it() -> None:
+    """A grid may read values that are not arguments (a batch size, the SM count): a tuple of programs
+    per launch, or a function of the launch's arguments and config that closes over such a value."""
+    kernel = FakeAutotuner()
+    launches = launches_of(kernel)
+    for rows in (3, 5):
+        launches((rows,), ("x", 256), {})
+    for batch in (2, 7):
+        launches(lambda meta, batch=batch: (meta["n"] // meta["BLOCK"], batch), ("x", 256), {})
+    assert [entry[1] for entry in kernel.log[1:]] == [(5, 1, 1), (8, 2, 1), (8, 7, 1)]
+
+
 def test_another_value_is_another_specialization() -> None:
     kernel = FakeAutotuner()
     launches = launches_of(kernel)

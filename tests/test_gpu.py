@@ -164,8 +164,32 @@ def test_direct_launches_compute_what_launches_through_triton_compute() -> None:
                 assert error < 2e-2, (kernel.base_fn.__name__, offset, error)
         launches = kernel.__dict__.get("_tuned_kernels_direct")
         assert isinstance(launches, DirectLaunches) and any(
-            hasattr(direct, "run") for direct in launches.launches.values()
+            hasattr(direct, "compiled") for direct in launches.launches.values()
         ), kernel.base_fn.__name__
+
+
+def test_direct_launches_of_row_and_attention_kernels_follow_grids_that_read_more_than_arguments() -> None:
+    """softmax's grid is its row count and attention's closes over batch x heads, neither an argument of
+    the kernel: launched directly with other row counts and batches (one specialization), each matches
+    torch."""
+    import torch
+    from tuned_kernels.aot.kernels import attention, rowwise
+
+    from tuned_kernels.triton_edge.launch import forced_config
+
+    with forced_config(rowwise.softmax_kernel, rowwise.row_configs()[4]):  # 1024 columns a block
+        for rows in (3, 64, 7, 64):
+            x = torch.randn(rows, 1000, device="cuda")
+            assert torch.allclose(rowwise.softmax(x), torch.softmax(x, dim=-1), atol=1e-5), rows
+    with forced_config(attention.attention_kernel, attention.attention_configs()[0]):
+        for batch in (1, 3, 2):
+            q, k, v = (torch.randn(batch, 2, 128, 64, device="cuda", dtype=torch.float16) for _ in range(3))
+            want = attention.reference_attention(q, k, v, causal=True).to(torch.float16)
+            error = (attention.attention(q, k, v, causal=True) - want).abs().max().item()
+            assert error < 1e-2, (batch, error)
+    for kernel in (rowwise.softmax_kernel, attention.attention_kernel):
+        launches = kernel.__dict__["_tuned_kernels_direct"].launches
+        assert any(hasattr(direct, "compiled") for direct in launches.values()), kernel.base_fn.__name__
 
 
 def test_every_config_of_the_copy_engine_kernel_matches_cublas_where_triton_matmul_uses_it() -> None:

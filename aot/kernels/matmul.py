@@ -216,8 +216,12 @@ def matmul_bias_act(
         raise ValueError(f"matmul_bias_act: activation {activation!r} not in {ACTIVATIONS}")
     if bias.shape != (N,):
         raise ValueError(f"matmul_bias_act: bias must have shape ({N},), has {tuple(bias.shape)}")
+    from tuned_kernels.triton_edge.direct_launch import launch  # here: see skinny_matmul.skinny_matmul
+
     c = out if out is not None else torch.empty((M, N), device=a.device, dtype=a.dtype)
-    matmul_bias_act_kernel[_grid(M, N)](
+    launch(
+        matmul_bias_act_kernel,
+        _grid(M, N),
         a,
         b,
         bias,

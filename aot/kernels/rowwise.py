@@ -66,6 +66,12 @@ def rms_norm_kernel(x_ptr, w_ptr, y_ptr, N, stride_x, stride_y, eps, BLOCK_N: tl
     tl.store(y_ptr + row * stride_y + cols, (x * rstd * w).to(y_ptr.dtype.element_ty), mask=mask)
 
 
+def launch(kernel: object, grid: tuple[int], *args: object) -> None:
+    from tuned_kernels.triton_edge import direct_launch  # here: a line above a kernel is part of its identity
+
+    direct_launch.launch(kernel, grid, *args)
+
+
 def _rows(x: torch.Tensor, name: str) -> tuple[torch.Tensor, int, int]:
     if x.dim() < 1 or x.shape[-1] == 0:
         raise ValueError(f"{name}: needs a last dimension of size >= 1, got shape {tuple(x.shape)}")
@@ -78,7 +84,7 @@ def _rows(x: torch.Tensor, name: str) -> tuple[torch.Tensor, int, int]:
 def softmax(x: torch.Tensor, out: torch.Tensor | None = None) -> torch.Tensor:
     flat, rows, n = _rows(x, "softmax")
     y = out if out is not None else torch.empty_like(flat)
-    softmax_kernel[(rows,)](flat, y, n, flat.stride(0), y.stride(0))
+    launch(softmax_kernel, (rows,), flat, y, n, flat.stride(0), y.stride(0))
     return y.view(x.shape)
 
 
@@ -91,7 +97,7 @@ def layer_norm(
 ) -> torch.Tensor:
     flat, rows, n = _rows(x, "layer_norm")
     y = out if out is not None else torch.empty_like(flat)
-    layer_norm_kernel[(rows,)](flat, weight, bias, y, n, flat.stride(0), y.stride(0), eps)
+    launch(layer_norm_kernel, (rows,), flat, weight, bias, y, n, flat.stride(0), y.stride(0), eps)
     return y.view(x.shape)
 
 
@@ -100,5 +106,5 @@ def rms_norm(
 ) -> torch.Tensor:
     flat, rows, n = _rows(x, "rms_norm")
     y = out if out is not None else torch.empty_like(flat)
-    rms_norm_kernel[(rows,)](flat, weight, y, n, flat.stride(0), y.stride(0), eps)
+    launch(rms_norm_kernel, (rows,), flat, weight, y, n, flat.stride(0), y.stride(0), eps)
     return y.view(x.shape)

@@ -5,7 +5,8 @@ specializing every argument, the tuning key, cache look-ups, the grid), longer t
 on the GPU, while the compiled kernel's own launcher takes about 17 us. An op launches through `launch`: the
 first launch of each specialization goes through Triton as always (served or tuned, compiled, guarded) and
 returns the `CompiledKernel` it ran; later launches with the same specialization call that kernel's launcher
-with the same config and grid.
+with the same config (the grid is asked again each launch, as Triton asks it: it may read values that are not
+arguments, such as a batch size).
 
 The specialization here is finer than Triton's: tensors by dtype and 16-byte alignment, tensor descriptors by
 their base's dtype and alignment, shape, strides and block shape, everything else by value. So a direct
@@ -28,11 +29,11 @@ _PLAIN = (int, float, bool, str, type(None))
 
 
 class _Direct(NamedTuple):
-    run: Callable[..., object]  # the compiled kernel's launcher, bound to the grid
+    compiled: Any  # the CompiledKernel Triton launched first; `compiled[grid]` is its launcher
     tail: tuple[Any, ...]  # the arguments after the positional ones (constexprs), in the kernel's order
     pre_hook: Callable[[dict[str, Any]], object] | None  # the config's own, run before each launch
     names: tuple[str, ...]  # the kernel's parameter names
-    options: dict[str, Any]  # the constexprs and the config's options, for the pre-hook
+    options: dict[str, Any]  # the constexprs and the config's options, for the pre-hook and the grid
 
 
 _THROUGH_TRITON = object()  # a specialization that always launches through Triton
@@ -111,9 +112,14 @@ class DirectLaunches:
         elif direct is _THROUGH_TRITON:
             self.kernel[grid](*args, **constexprs)
         else:
-            if direct.pre_hook is not None:
-                direct.pre_hook({**dict(zip(direct.names, args, strict=False)), **direct.options})
-            direct.run(*args, *direct.tail)
+            shape = grid
+            if callable(grid) or direct.pre_hook is not None:
+                # the grid asked each launch, as Triton does: it may read more than the arguments
+                named = {**dict(zip(direct.names, args, strict=False)), **direct.options}
+                if direct.pre_hook is not None:
+                    direct.pre_hook(named)
+                shape = grid(named) if callable(grid) else grid
+            direct.compiled[(*shape, 1, 1)[:3]](*args, *direct.tail)
 
     def _state(self) -> tuple[object, object, int]:
         return self.kernel.configs, self.kernel.cache, len(self.kernel.cache)
@@ -139,10 +145,9 @@ def _direct_for(
         if list(compiled.src.signature) != list(names) or len(args) > len(names):
             return _THROUGH_TRITON
         named = {**dict(zip(names, args, strict=False)), **constexprs, **config.kwargs}
-        shape = tuple(grid(named) if callable(grid) else grid)
         tail = tuple(named[name] for name in names[len(args) :])
         options = {**constexprs, **config.all_kwargs()}
-        return _Direct(compiled[(*shape, 1, 1)[:3]], tail, config.pre_hook, names, options)
+        return _Direct(compiled, tail, config.pre_hook, names, options)
     except Exception:  # anything unexpected in Triton's objects: launch through Triton
         return _THROUGH_TRITON
 
