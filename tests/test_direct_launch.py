@@ -11,7 +11,7 @@ import pytest
 import torch
 import triton
 
-from tuned_kernels.triton_edge.direct_launch import DirectLaunches, specialization
+from tuned_kernels.triton_edge.direct_launch import DirectLaunches, specialization, suspended
 
 SMALL, LARGE = triton.Config({"BLOCK": 32}, num_warps=4), triton.Config({"BLOCK": 64}, num_warps=8)
 
@@ -133,6 +133,17 @@ def test_each_config_the_tuner_forces_in_turn_is_the_one_launched() -> None:
             (256 // config.kwargs["BLOCK"], 1, 1),
             ("x", 256, config.kwargs["BLOCK"]),
         )
+
+
+def test_while_suspended_for_a_probe_every_launch_goes_through_triton() -> None:
+    """probe_launch intercepts launches in Triton's Autotuner.run: a direct launch would run the kernel."""
+    kernel = FakeAutotuner()
+    launches = launches_of(kernel)
+    launches(grid, ("x", 256), {})
+    with suspended():
+        launches(grid, ("x", 256), {})
+    launches(grid, ("x", 256), {})
+    assert [entry[0] for entry in kernel.log] == ["triton", "triton", "direct"]
 
 
 def test_a_kernel_under_heuristics_always_launches_through_triton() -> None:

@@ -19,7 +19,8 @@ aside, which are read per launch) count as they were at a specialization's first
 
 from __future__ import annotations
 
-from collections.abc import Callable, Hashable, Sequence
+import contextlib
+from collections.abc import Callable, Hashable, Iterator, Sequence
 from typing import Any, NamedTuple
 
 import torch
@@ -37,6 +38,19 @@ class _Direct(NamedTuple):
 
 
 _THROUGH_TRITON = object()  # a specialization that always launches through Triton
+_suspended = 0  # inside `suspended()`: every launch goes through Triton
+
+
+@contextlib.contextmanager
+def suspended() -> Iterator[None]:
+    """Within this block every launch goes through Triton, where a probe intercepts it (`Autotuner.run`
+    replaced on the kernel or its class): a direct launch would run the kernel instead."""
+    global _suspended
+    _suspended += 1
+    try:
+        yield
+    finally:
+        _suspended -= 1
 
 
 def specialization(args: Sequence[object], constexprs: dict[str, object]) -> tuple[object, ...] | None:
@@ -91,7 +105,7 @@ class DirectLaunches:
         self.current_device = current_device  # default: the active Triton driver's, as its launches use
 
     def __call__(self, grid: Any, args: Sequence[object], constexprs: dict[str, object]) -> None:
-        found = specialization(args, constexprs)
+        found = None if _suspended else specialization(args, constexprs)
         if found is None:
             self.kernel[grid](*args, **constexprs)
             return

@@ -10,6 +10,7 @@ from collections.abc import Callable, Iterator
 from typing import Any
 
 from tuned_kernels import model
+from tuned_kernels.triton_edge import direct_launch
 from tuned_kernels.triton_edge.keys import autotuner_class, tuning_key
 
 
@@ -39,7 +40,8 @@ def probe_launch(kernel: Any, launch: Callable[[], object]) -> dict[str, Any]:
     original = autotuner.run
     kernel.run, autotuner.run = record, another
     try:
-        launch()
+        with direct_launch.suspended():  # launches through Triton, where they are intercepted
+            launch()
     except _Probed as probed:
         return probed.named_args
     finally:
