@@ -12,9 +12,9 @@ The specialization here is finer than Triton's: tensors by dtype and 16-byte ali
 their base's dtype and alignment, shape, strides and block shape, everything else by value. So a direct
 launch runs the kernel Triton would have run. Whatever this cannot read launches through Triton every time:
 an argument of another kind, tensors off the GPU (a probe's `meta` tensors, the interpreter's CPU ones), a
-kernel under `@triton.heuristics` or with pre-run hooks. A change of the autotuner's configs (the tuner forcing
-one) or of the number of keys in its cache forgets every direct launch. Triton's knobs (debug, launch hooks
-aside, which are read per launch) count as they were at a specialization's first launch.
+kernel under `@triton.heuristics` or with pre-run hooks, and any launch inside a probe (`suspended`). A change
+of the autotuner's configs (the tuner forcing one) or of its cache forgets every direct launch. Triton's knobs
+(debug, launch hooks aside, which are read per launch) count as they were at a specialization's first launch.
 """
 
 from __future__ import annotations
