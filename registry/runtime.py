@@ -14,13 +14,16 @@ import contextlib
 import dataclasses
 import json
 import logging
+import sys
 import threading
+import time
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, TypeVar
 
 from tuned_kernels.registry.compiled_batch import CompiledKernelBatch
+from tuned_kernels.registry.exit_summary import exit_summary
 from tuned_kernels.registry.forking import in_every_forked_child
 from tuned_kernels.registry.settings import Settings
 from tuned_kernels.registry.sources import LoadedSources
@@ -51,6 +54,11 @@ class Stats:
     configs_benchmarked: int = 0
     missed_keys: list[tuple[str, model.TuningKey]] = field(default_factory=list)
     served_from: dict[str, int] = field(default_factory=dict)  # hits (and nearest) per bundle or overlay file
+    misses_by_reason: dict[str, int] = field(default_factory=dict)  # decision.MissReason -> misses
+    changed_kernels: dict[str, str] = field(
+        default_factory=dict
+    )  # kernel -> the file tuned for another source
+    seconds_tuning: float = 0.0  # spent measuring misses
 
     @property
     def missed_kernels(self) -> dict[str, int]:
@@ -127,6 +135,8 @@ class Registry:
         self._log_selection()
         if self.settings.report is not None:
             atexit.register(self._write_report, self.settings.report)
+        if self.settings.verbose:
+            atexit.register(self._print_summary)
 
     def _after_fork(self) -> None:
         """In a forked child the warm-up thread is gone, and may have held the lock of the bundles it was
@@ -193,6 +203,10 @@ class Registry:
         with contextlib.suppress(OSError), FileLock(str(path) + ".lock", timeout=30), path.open("a") as f:
             f.write(json.dumps(line) + "\n")
 
+    def _print_summary(self) -> None:
+        with contextlib.suppress(Exception):  # at exit, stderr may be closed: nothing more to say
+            print("\n".join(exit_summary(self.summary())), file=sys.stderr, flush=True)
+
     def _log_selection(self) -> None:
         chosen = ", ".join(c.name for c in self.selection.selected) or "none"
         rejected = "; ".join(f"{r.candidate.name}: {r.reason}" for r in self.selection.rejected)
@@ -218,8 +232,16 @@ class Registry:
         if self.broken:
             return Decision("miss")
         decision = decide(identity, key, fits, self.sources, self.settings.policy)
-        if decision.kind == "miss" and identity.name.startswith(inductor_keys.PREFIX):
+        inductor = identity.name.startswith(inductor_keys.PREFIX)  # its "source" is torch's version
+        if decision.kind == "miss" and inductor:
             self._warn_other_torch(identity)
+        changed = decision.reason == "kernel changed" and not inductor
+        if changed and identity.name not in self.stats.changed_kernels:
+            self.stats.changed_kernels[identity.name] = decision.changed_in
+            self._problem(
+                f"{decision.changed_in}: holds {identity.name} for another source: the kernel changed since "
+                "it was tuned; tuning it again"
+            )
         for entry, source in decision.unfit:
             if (identity.name, source) not in self._unfit_warned:  # one warning per kernel and file
                 self._unfit_warned.add((identity.name, source))
@@ -274,7 +296,10 @@ class Registry:
             self.count(decision, identity, 0, key)
             return Resolved(space[tried[0]], decision)
         by_value = {space[c]: c for c in tried}
+        started = time.perf_counter()
         timings = {by_value[t]: ms for t, ms in measure([space[c] for c in tried]).items()}
+        with self._lock:
+            self.stats.seconds_tuning += time.perf_counter() - started
         entry = self.record(identity, key, timings, decision, compiled)
         if entry is None:  # nothing ran: Triton's choice among failures, nothing to remember
             return Resolved(space[min(timings, key=lambda c: timings[c])], decision)
@@ -319,6 +344,8 @@ class Registry:
             else:
                 self.stats.misses += 1
                 self.stats.missed_keys.append((identity.name, key))
+                reason = decision.reason or "not in any bundle"
+                self.stats.misses_by_reason[reason] = self.stats.misses_by_reason.get(reason, 0) + 1
             self.stats.configs_benchmarked += benchmarked
 
     def remember(
@@ -410,9 +437,13 @@ class Registry:
                 "held": len(self.store),
                 "served": self.store.served,
                 "failed": self.store.failed,
+                "compiled_here": self.store.compiled_here if len(self.store) else None,
             },
             "host_modules_built_ahead": dataclasses.asdict(self.host_modules) if self.host_modules else None,
             "missed_kernels": dict(self.stats.missed_kernels),
+            "misses_by_reason": dict(self.stats.misses_by_reason),
+            "changed_kernels": dict(self.stats.changed_kernels),
+            "seconds_tuning": round(self.stats.seconds_tuning, 3),
             "problems": list(self.problems),
         }
 

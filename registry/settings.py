@@ -1,6 +1,6 @@
 """How a registry serves, read once from the environment where the registry is enabled (never from inside
 it): TUNED_KERNELS_ON_MISS, TUNED_KERNELS_STALE, TUNED_KERNELS_CAPTURE, TUNED_KERNELS_REPORT,
-TUNED_KERNELS_WARMUP."""
+TUNED_KERNELS_WARMUP, TUNED_KERNELS_VERBOSE."""
 
 from __future__ import annotations
 
@@ -17,6 +17,7 @@ REPORT_ENV = (
     "TUNED_KERNELS_REPORT"  # a file each process appends its hits and misses to (tuned-kernels coverage)
 )
 WARMUP_ENV = "TUNED_KERNELS_WARMUP"  # 0: no background warm-up (Triton builds its host modules at launch)
+VERBOSE_ENV = "TUNED_KERNELS_VERBOSE"  # 1: a short summary of what was served and tuned, on stderr at exit
 
 
 @dataclass(frozen=True)
@@ -28,6 +29,7 @@ class Settings:
     capture: Path | None = None
     report: Path | None = None
     warmup: bool = True  # open bundles and build Triton's host modules in the background (warmup.py)
+    verbose: bool = False  # print `exit_summary` to stderr when the process ends
 
     @staticmethod
     def from_environ(environ: Mapping[str, str]) -> Settings:
@@ -43,4 +45,5 @@ class Settings:
             Path(capture) if capture else None,
             Path(report) if report else None,
             warmup=environ.get(WARMUP_ENV, "1").strip() != "0",
+            verbose=environ.get(VERBOSE_ENV, "0").strip() not in ("", "0"),
         )

@@ -4,7 +4,7 @@ bundle that turns out corrupt is dropped with one problem reported, the others k
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Sequence
 from typing import TYPE_CHECKING
 
 from tuned_kernels import model
@@ -67,8 +67,10 @@ class LoadedSources:
 
     def keys_of(self, identity: model.KernelIdentity) -> dict[model.TuningKey, Found]:
         """Every key known for this kernel (same source), bundles winning over the overlay."""
-        local = self.local.get((identity.name, identity.source_hash), {})
-        keys = {k: (e, self.local_name) for k, e in local.items()}
+        keys: dict[model.TuningKey, Found] = {}
+        for each in reversed(identity.all()):
+            local = self.local.get((each.name, each.source_hash), {})
+            keys.update({k: (e, self.local_name) for k, e in local.items()})
         for view in reversed(self.bundles):
             for e in self._named(view, identity):
                 keys[e.key] = (e, view.path)
@@ -76,11 +78,25 @@ class LoadedSources:
 
     def stale_entries(self, identity: model.KernelIdentity) -> list[model.Entry]:
         """Stale bundles' entries for kernels of this name (any source: the kernel may have changed too)."""
-        return [e for view in reversed(self.stale) for e in self._entries_named(view, identity.name)]
+        names = dict.fromkeys(each.name for each in identity.all())
+        return [e for view in reversed(self.stale) for name in names for e in self._entries_named(view, name)]
 
     def bundle_entries(self, identity: model.KernelIdentity) -> list[model.Entry]:
         """Every entry the selected bundles hold for this kernel (this source), best bundle first."""
         return [e for view in list(self.bundles) for e in self._named(view, identity)]
+
+    def source_hashes(self, names: Sequence[str]) -> dict[str, frozenset[str]]:
+        """Per selected bundle (and the overlay), the source hashes it holds under these kernel names."""
+        held: dict[str, frozenset[str]] = {}
+        for view in list(self.bundles):
+            try:
+                held[view.path] = frozenset(h for name in names for h in view.source_hashes(name))
+            except TunedKernelsError as exc:
+                self._drop(view, exc)
+        held[self.local_name] = frozenset(
+            h for (name, h), keys in self.local.items() if name in names and keys
+        )
+        return held
 
     def made_elsewhere(self, identity: model.KernelIdentity) -> list[ResultsView]:
         """Selected bundles that hold entries for a kernel of this name, but of another source only."""
@@ -94,18 +110,20 @@ class LoadedSources:
     def known_bad(self, identity: model.KernelIdentity) -> frozenset[model.Config]:
         """Configs of this kernel that a bundle recorded as rejected (wrong numbers, failed compiles) or
         that failed to launch here."""
-        kernel = (identity.name, identity.source_hash)
-        bad = {config for slot, config in self.refused.items() if slot[:2] == kernel}
+        kernels = {(each.name, each.source_hash) for each in identity.all()}
+        bad = {config for slot, config in self.refused.items() if slot[:2] in kernels}
         for view in (*self.bundles, *self.stale):
             for e in self._named(view, identity):
                 bad.update(r.config for r in e.rejected)
         return frozenset(bad)
 
     def _named(self, view: ResultsView, identity: model.KernelIdentity) -> list[model.Entry]:
+        """The view's entries for this kernel, under its identity or its previous one."""
         return [
             e
-            for e in self._entries_named(view, identity.name)
-            if e.kernel.source_hash == identity.source_hash
+            for each in identity.all()
+            for e in self._entries_named(view, each.name)
+            if e.kernel.source_hash == each.source_hash
         ]
 
     def _entries_named(self, view: ResultsView, name: str) -> list[model.Entry]:

@@ -20,6 +20,10 @@ from tuned_kernels.search import neighbours
 Found = tuple[model.Entry, str]  # an entry and the file it came from
 COMPILED_PREFIX = "compiled:"  # kernels kept by capture for their compiled code alone
 
+# Why a key was not served: no selected bundle or overlay names the kernel; they name it, but only for
+# another source (it changed since it was tuned); they hold it, but not this key; capture measures anyway.
+MissReason = Literal["not in any bundle", "kernel changed", "other key", "capturing"]
+
 
 @dataclass(frozen=True)
 class Decision:
@@ -28,6 +32,8 @@ class Decision:
     source: str = ""  # the bundle (or overlay) file that answered
     excluded: frozenset[model.Config] = frozenset()  # seed/miss: configs known to fail, never tried
     unfit: tuple[Found, ...] = field(default=(), compare=False)  # stored configs the kernel does not offer
+    reason: MissReason | None = field(default=None, compare=False)  # seed/miss: why the key was not served
+    changed_in: str = field(default="", compare=False)  # "kernel changed": a file with its other source
 
     @property
     def served(self) -> bool:
@@ -54,6 +60,10 @@ class Sources(Protocol):
 
     def known_bad(self, identity: model.KernelIdentity) -> frozenset[model.Config]: ...
 
+    def source_hashes(self, names: Sequence[str]) -> Mapping[str, frozenset[str]]:
+        """Per file, the source hashes it holds entries of under any of these kernel names."""
+        ...
+
 
 def decide(
     identity: model.KernelIdentity,
@@ -63,9 +73,9 @@ def decide(
     policy: Policy,
 ) -> Decision:
     if policy.measure_always:
-        return Decision("miss")
+        return Decision("miss", reason="capturing")
     unfit: list[Found] = []
-    found = sources.lookup(model.slot_of(identity, key))
+    found = lookup(sources, identity, key)
     if found is not None:
         if fits(found[0].best):
             return Decision("hit", (found[0].best,), found[1])
@@ -82,8 +92,29 @@ def decide(
         if near is not None:
             old = stale[near]
             seeds = (old.best, *(t.config for t in old.timings[:3]))
-            return Decision("seed", seeds, "stale bundle", excluded, tuple(unfit))
-    return Decision("miss", excluded=excluded, unfit=tuple(unfit))
+            reason, changed_in = miss_reason(identity, sources)
+            return Decision("seed", seeds, "stale bundle", excluded, tuple(unfit), reason, changed_in)
+    reason, changed_in = miss_reason(identity, sources)
+    return Decision("miss", (), "", excluded, tuple(unfit), reason, changed_in)
+
+
+def lookup(sources: Sources, identity: model.KernelIdentity, key: model.TuningKey) -> Found | None:
+    """The stored entry for this launch: under the kernel's identity, else under its previous one."""
+    for each in identity.all():
+        found = sources.lookup(model.slot_of(each, key))
+        if found is not None:
+            return found
+    return None
+
+
+def miss_reason(identity: model.KernelIdentity, sources: Sources) -> tuple[MissReason, str]:
+    """Why no stored entry fits, and the file that holds the kernel for another source ("kernel changed")."""
+    ours = {each.source_hash for each in identity.all()}
+    held = sources.source_hashes(tuple(dict.fromkeys(each.name for each in identity.all())))
+    if any(hashes & ours for hashes in held.values()):
+        return "other key", ""
+    other = next((path for path, hashes in held.items() if hashes), None)
+    return ("kernel changed", other) if other is not None else ("not in any bundle", "")
 
 
 def candidates(space: Sequence[model.Config], decision: Decision) -> list[model.Config]:

@@ -64,13 +64,31 @@ class FoundBy(enum.Enum):
     ONLINE = "online"
 
 
+class IdentityScheme(enum.Enum):
+    """How a kernel identity's `source_hash` was made (files say so per kernel)."""
+
+    # A digest of the kernel's syntax tree, its helpers' and the globals it reads: line numbers, comments
+    # and formatting do not count (triton_edge/source_identity.py).
+    SOURCE = "source"
+    # Files made before: Triton's `JITFunction.cache_key`, which counts the kernel's first line (and its
+    # helpers'), or the sha256 of a function's source text; names of the script being run are `__main__.*`.
+    TRITON_CACHE_KEY = "triton-cache-key"
+
+
 @dataclass(frozen=True)
 class KernelIdentity:
-    """Which kernel an entry tunes: its qualified name and a hash of its source."""
+    """Which kernel an entry tunes: its qualified name and a hash of its source. A running kernel also
+    carries its `previous` identity (the older scheme's), so entries stored under that one still apply."""
 
     name: str
     source_hash: str
     param_names: tuple[str, ...] = ()
+    scheme: IdentityScheme = IdentityScheme.SOURCE
+    previous: KernelIdentity | None = field(default=None, compare=False, repr=False)
+
+    def all(self) -> tuple[KernelIdentity, ...]:
+        """This identity, then the previous one (where there is one): what stored entries may be under."""
+        return (self,) if self.previous is None else (self, self.previous)
 
 
 @dataclass(frozen=True)

@@ -35,6 +35,11 @@ _FOUND_BY = {
     model.FoundBy.CAPTURED: pb.FOUND_BY_CAPTURED,
     model.FoundBy.ONLINE: pb.FOUND_BY_ONLINE,
 }
+_SCHEMES = {
+    model.IdentityScheme.TRITON_CACHE_KEY: pb.IDENTITY_TRITON_CACHE_KEY,
+    model.IdentityScheme.SOURCE: pb.IDENTITY_SOURCE,
+}
+_SCHEMES_BACK = {v: k for k, v in _SCHEMES.items()}
 
 
 # ---- model -> proto ---------------------------------------------------------------------------------
@@ -105,7 +110,12 @@ def results_to_pb(results: model.Results, packed: bool = False) -> pb.Results:
         configs=[config_to_pb(c) for c in configs],
         blobs=dict(results.blobs),
         kernels=[
-            pb.KernelIdentity(name=k.name, source_hash=k.source_hash, param_names=list(k.param_names))
+            pb.KernelIdentity(
+                name=k.name,
+                source_hash=k.source_hash,
+                param_names=list(k.param_names),
+                scheme=_SCHEMES[k.scheme],
+            )
             for k in kernels
         ],
     )
@@ -183,7 +193,9 @@ def kernels_from_pb(msg: pb.Results) -> tuple[model.KernelIdentity, ...]:
     for i, k in enumerate(msg.kernels):
         _require(bool(k.name), f"kernels[{i}].name", "a kernel name")
         _require(bool(_HEX64.match(k.source_hash)), f"kernels[{i}].source_hash", "64 hex digits")
-        kernels.append(model.KernelIdentity(k.name, k.source_hash, tuple(k.param_names)))
+        _require(k.scheme in _SCHEMES_BACK, f"kernels[{i}].scheme", "a known identity scheme")
+        scheme = _SCHEMES_BACK[k.scheme]
+        kernels.append(model.KernelIdentity(k.name, k.source_hash, tuple(k.param_names), scheme))
     return tuple(kernels)
 
 

@@ -24,7 +24,7 @@ _sym_db = _symbol_database.Default()
 
 
 
-DESCRIPTOR = _descriptor_pool.Default().AddSerializedFile(b'\n#tuned_kernels/results/results.proto\x12\x18tuned_kernels.results.v1\"\xa0\x01\n\x06Target\x12\x0e\n\x06vendor\x18\x01 \x01(\t\x12\x0c\n\x04\x61rch\x18\x02 \x01(\t\x12\x13\n\x0b\x64\x65vice_name\x18\x03 \x01(\t\x12\x1c\n\x14multiprocessor_count\x18\x04 \x01(\r\x12\x14\n\x0cmemory_bytes\x18\x05 \x01(\x04\x12\x16\n\x0e\x64river_version\x18\x06 \x01(\t\x12\x17\n\x0fruntime_version\x18\x07 \x01(\t\"\x85\x02\n\x13\x43ompilerFingerprint\x12\x16\n\x0etriton_version\x18\x01 \x01(\t\x12\x13\n\x0btriton_hash\x18\x02 \x01(\t\x12\x14\n\x0c\x62\x61\x63kend_hash\x18\x03 \x01(\t\x12\\\n\x10\x62\x61\x63kend_versions\x18\x04 \x03(\x0b\x32\x42.tuned_kernels.results.v1.CompilerFingerprint.BackendVersionsEntry\x12\x15\n\rtorch_version\x18\x05 \x01(\t\x1a\x36\n\x14\x42\x61\x63kendVersionsEntry\x12\x0b\n\x03key\x18\x01 \x01(\t\x12\r\n\x05value\x18\x02 \x01(\t:\x02\x38\x01\"\xf3\x01\n\x06Header\x12\x16\n\x0eschema_version\x18\x01 \x01(\r\x12\x30\n\x06target\x18\x02 \x01(\x0b\x32 .tuned_kernels.results.v1.Target\x12?\n\x08\x63ompiler\x18\x03 \x01(\x0b\x32-.tuned_kernels.results.v1.CompilerFingerprint\x12\x14\n\x0ctool_version\x18\x04 \x01(\t\x12\x12\n\ncreated_at\x18\x05 \x01(\t\x12\x34\n\x08producer\x18\x06 \x01(\x0e\x32\".tuned_kernels.results.v1.Producer\"}\n\x06Scalar\x12\x13\n\tint_value\x18\x01 \x01(\x03H\x00\x12\x15\n\x0b\x66loat_value\x18\x02 \x01(\x01H\x00\x12\x14\n\nbool_value\x18\x03 \x01(\x08H\x00\x12\x13\n\tstr_value\x18\x04 \x01(\tH\x00\x12\x14\n\nnone_value\x18\x05 \x01(\x08H\x00\x42\x06\n\x04kind\"H\n\x0eKernelIdentity\x12\x0c\n\x04name\x18\x01 \x01(\t\x12\x13\n\x0bsource_hash\x18\x02 \x01(\t\x12\x13\n\x0bparam_names\x18\x03 \x03(\t\"F\n\x05Kwarg\x12\x0c\n\x04name\x18\x01 \x01(\t\x12/\n\x05value\x18\x02 \x01(\x0b\x32 .tuned_kernels.results.v1.Scalar\"\x83\x01\n\x06\x43onfig\x12/\n\x06kwargs\x18\x01 \x03(\x0b\x32\x1f.tuned_kernels.results.v1.Kwarg\x12\x11\n\tnum_warps\x18\x02 \x01(\r\x12\x12\n\nnum_stages\x18\x03 \x01(\r\x12\x10\n\x08num_ctas\x18\x04 \x01(\r\x12\x0f\n\x07maxnreg\x18\x05 \x01(\r\")\n\x06Timing\x12\x0e\n\x06\x63onfig\x18\x01 \x01(\r\x12\x0f\n\x07time_ms\x18\x02 \x01(\x01\"+\n\tRejection\x12\x0e\n\x06\x63onfig\x18\x01 \x01(\r\x12\x0e\n\x06reason\x18\x02 \x01(\t\"@\n\x0c\x41rtifactFile\x12\x0c\n\x04name\x18\x01 \x01(\t\x12\x0e\n\x06sha256\x18\x02 \x01(\t\x12\x12\n\nsize_bytes\x18\x03 \x01(\x04\"\x90\x01\n\x08\x41rtifact\x12\x11\n\tcache_key\x18\x01 \x01(\t\x12\x12\n\ngpu_target\x18\x02 \x01(\t\x12\x35\n\x05\x66iles\x18\x03 \x03(\x0b\x32&.tuned_kernels.results.v1.ArtifactFile\x12\x0e\n\x06\x63onfig\x18\x04 \x01(\r\x12\x16\n\x0ehost_signature\x18\x05 \x03(\t\"\xcd\x02\n\x05\x45ntry\x12\x0e\n\x06kernel\x18\t \x01(\r\x12-\n\x03key\x18\x02 \x03(\x0b\x32 .tuned_kernels.results.v1.Scalar\x12\x0c\n\x04\x62\x65st\x18\x03 \x01(\r\x12\x31\n\x07timings\x18\x04 \x03(\x0b\x32 .tuned_kernels.results.v1.Timing\x12\x35\n\x08rejected\x18\x05 \x03(\x0b\x32#.tuned_kernels.results.v1.Rejection\x12\x33\n\x08\x66ound_by\x18\x06 \x01(\x0e\x32!.tuned_kernels.results.v1.FoundBy\x12\x1b\n\x13\x63onfigs_benchmarked\x18\x07 \x01(\r\x12\x35\n\tartifacts\x18\x08 \x03(\x0b\x32\".tuned_kernels.results.v1.ArtifactJ\x04\x08\x01\x10\x02\"\xbe\x03\n\x07Results\x12\x0e\n\x06\x66ormat\x18\x01 \x01(\t\x12\x30\n\x06header\x18\x02 \x01(\x0b\x32 .tuned_kernels.results.v1.Header\x12\x30\n\x07\x65ntries\x18\x03 \x03(\x0b\x32\x1f.tuned_kernels.results.v1.Entry\x12;\n\x05\x62lobs\x18\x04 \x03(\x0b\x32,.tuned_kernels.results.v1.Results.BlobsEntry\x12\x39\n\x07kernels\x18\x05 \x03(\x0b\x32(.tuned_kernels.results.v1.KernelIdentity\x12\x31\n\x07\x63onfigs\x18\x07 \x03(\x0b\x32 .tuned_kernels.results.v1.Config\x12\r\n\x05index\x18\x06 \x03(\x0c\x12\x16\n\x0epacked_entries\x18\x08 \x01(\x0c\x12\x12\n\nentry_ends\x18\t \x01(\x0c\x12\x15\n\rentry_kernels\x18\n \x01(\x0c\x12\x14\n\x0cpacked_index\x18\x0b \x01(\x0c\x1a,\n\nBlobsEntry\x12\x0b\n\x03key\x18\x01 \x01(\t\x12\r\n\x05value\x18\x02 \x01(\x0c:\x02\x38\x01\"Z\n\x0fResultsEnvelope\x12\x0e\n\x06\x66ormat\x18\x01 \x01(\t\x12\x16\n\x0eschema_version\x18\x02 \x01(\r\x12\x0f\n\x07payload\x18\x03 \x01(\x0c\x12\x0e\n\x06sha256\x18\x04 \x01(\x0c*a\n\x08Producer\x12\x18\n\x14PRODUCER_UNSPECIFIED\x10\x00\x12\x11\n\rPRODUCER_TUNE\x10\x01\x12\x14\n\x10PRODUCER_CAPTURE\x10\x02\x12\x12\n\x0ePRODUCER_MERGE\x10\x03*}\n\x07\x46oundBy\x12\x18\n\x14\x46OUND_BY_UNSPECIFIED\x10\x00\x12\x17\n\x13\x46OUND_BY_EXHAUSTIVE\x10\x01\x12\x13\n\x0f\x46OUND_BY_SEEDED\x10\x02\x12\x15\n\x11\x46OUND_BY_CAPTURED\x10\x03\x12\x13\n\x0f\x46OUND_BY_ONLINE\x10\x04\x62\x06proto3')
+DESCRIPTOR = _descriptor_pool.Default().AddSerializedFile(b'\n#tuned_kernels/results/results.proto\x12\x18tuned_kernels.results.v1\"\xa0\x01\n\x06Target\x12\x0e\n\x06vendor\x18\x01 \x01(\t\x12\x0c\n\x04\x61rch\x18\x02 \x01(\t\x12\x13\n\x0b\x64\x65vice_name\x18\x03 \x01(\t\x12\x1c\n\x14multiprocessor_count\x18\x04 \x01(\r\x12\x14\n\x0cmemory_bytes\x18\x05 \x01(\x04\x12\x16\n\x0e\x64river_version\x18\x06 \x01(\t\x12\x17\n\x0fruntime_version\x18\x07 \x01(\t\"\x85\x02\n\x13\x43ompilerFingerprint\x12\x16\n\x0etriton_version\x18\x01 \x01(\t\x12\x13\n\x0btriton_hash\x18\x02 \x01(\t\x12\x14\n\x0c\x62\x61\x63kend_hash\x18\x03 \x01(\t\x12\\\n\x10\x62\x61\x63kend_versions\x18\x04 \x03(\x0b\x32\x42.tuned_kernels.results.v1.CompilerFingerprint.BackendVersionsEntry\x12\x15\n\rtorch_version\x18\x05 \x01(\t\x1a\x36\n\x14\x42\x61\x63kendVersionsEntry\x12\x0b\n\x03key\x18\x01 \x01(\t\x12\r\n\x05value\x18\x02 \x01(\t:\x02\x38\x01\"\xf3\x01\n\x06Header\x12\x16\n\x0eschema_version\x18\x01 \x01(\r\x12\x30\n\x06target\x18\x02 \x01(\x0b\x32 .tuned_kernels.results.v1.Target\x12?\n\x08\x63ompiler\x18\x03 \x01(\x0b\x32-.tuned_kernels.results.v1.CompilerFingerprint\x12\x14\n\x0ctool_version\x18\x04 \x01(\t\x12\x12\n\ncreated_at\x18\x05 \x01(\t\x12\x34\n\x08producer\x18\x06 \x01(\x0e\x32\".tuned_kernels.results.v1.Producer\"}\n\x06Scalar\x12\x13\n\tint_value\x18\x01 \x01(\x03H\x00\x12\x15\n\x0b\x66loat_value\x18\x02 \x01(\x01H\x00\x12\x14\n\nbool_value\x18\x03 \x01(\x08H\x00\x12\x13\n\tstr_value\x18\x04 \x01(\tH\x00\x12\x14\n\nnone_value\x18\x05 \x01(\x08H\x00\x42\x06\n\x04kind\"\x82\x01\n\x0eKernelIdentity\x12\x0c\n\x04name\x18\x01 \x01(\t\x12\x13\n\x0bsource_hash\x18\x02 \x01(\t\x12\x13\n\x0bparam_names\x18\x03 \x03(\t\x12\x38\n\x06scheme\x18\x04 \x01(\x0e\x32(.tuned_kernels.results.v1.IdentityScheme\"F\n\x05Kwarg\x12\x0c\n\x04name\x18\x01 \x01(\t\x12/\n\x05value\x18\x02 \x01(\x0b\x32 .tuned_kernels.results.v1.Scalar\"\x83\x01\n\x06\x43onfig\x12/\n\x06kwargs\x18\x01 \x03(\x0b\x32\x1f.tuned_kernels.results.v1.Kwarg\x12\x11\n\tnum_warps\x18\x02 \x01(\r\x12\x12\n\nnum_stages\x18\x03 \x01(\r\x12\x10\n\x08num_ctas\x18\x04 \x01(\r\x12\x0f\n\x07maxnreg\x18\x05 \x01(\r\")\n\x06Timing\x12\x0e\n\x06\x63onfig\x18\x01 \x01(\r\x12\x0f\n\x07time_ms\x18\x02 \x01(\x01\"+\n\tRejection\x12\x0e\n\x06\x63onfig\x18\x01 \x01(\r\x12\x0e\n\x06reason\x18\x02 \x01(\t\"@\n\x0c\x41rtifactFile\x12\x0c\n\x04name\x18\x01 \x01(\t\x12\x0e\n\x06sha256\x18\x02 \x01(\t\x12\x12\n\nsize_bytes\x18\x03 \x01(\x04\"\x90\x01\n\x08\x41rtifact\x12\x11\n\tcache_key\x18\x01 \x01(\t\x12\x12\n\ngpu_target\x18\x02 \x01(\t\x12\x35\n\x05\x66iles\x18\x03 \x03(\x0b\x32&.tuned_kernels.results.v1.ArtifactFile\x12\x0e\n\x06\x63onfig\x18\x04 \x01(\r\x12\x16\n\x0ehost_signature\x18\x05 \x03(\t\"\xcd\x02\n\x05\x45ntry\x12\x0e\n\x06kernel\x18\t \x01(\r\x12-\n\x03key\x18\x02 \x03(\x0b\x32 .tuned_kernels.results.v1.Scalar\x12\x0c\n\x04\x62\x65st\x18\x03 \x01(\r\x12\x31\n\x07timings\x18\x04 \x03(\x0b\x32 .tuned_kernels.results.v1.Timing\x12\x35\n\x08rejected\x18\x05 \x03(\x0b\x32#.tuned_kernels.results.v1.Rejection\x12\x33\n\x08\x66ound_by\x18\x06 \x01(\x0e\x32!.tuned_kernels.results.v1.FoundBy\x12\x1b\n\x13\x63onfigs_benchmarked\x18\x07 \x01(\r\x12\x35\n\tartifacts\x18\x08 \x03(\x0b\x32\".tuned_kernels.results.v1.ArtifactJ\x04\x08\x01\x10\x02\"\xbe\x03\n\x07Results\x12\x0e\n\x06\x66ormat\x18\x01 \x01(\t\x12\x30\n\x06header\x18\x02 \x01(\x0b\x32 .tuned_kernels.results.v1.Header\x12\x30\n\x07\x65ntries\x18\x03 \x03(\x0b\x32\x1f.tuned_kernels.results.v1.Entry\x12;\n\x05\x62lobs\x18\x04 \x03(\x0b\x32,.tuned_kernels.results.v1.Results.BlobsEntry\x12\x39\n\x07kernels\x18\x05 \x03(\x0b\x32(.tuned_kernels.results.v1.KernelIdentity\x12\x31\n\x07\x63onfigs\x18\x07 \x03(\x0b\x32 .tuned_kernels.results.v1.Config\x12\r\n\x05index\x18\x06 \x03(\x0c\x12\x16\n\x0epacked_entries\x18\x08 \x01(\x0c\x12\x12\n\nentry_ends\x18\t \x01(\x0c\x12\x15\n\rentry_kernels\x18\n \x01(\x0c\x12\x14\n\x0cpacked_index\x18\x0b \x01(\x0c\x1a,\n\nBlobsEntry\x12\x0b\n\x03key\x18\x01 \x01(\t\x12\r\n\x05value\x18\x02 \x01(\x0c:\x02\x38\x01\"Z\n\x0fResultsEnvelope\x12\x0e\n\x06\x66ormat\x18\x01 \x01(\t\x12\x16\n\x0eschema_version\x18\x02 \x01(\r\x12\x0f\n\x07payload\x18\x03 \x01(\x0c\x12\x0e\n\x06sha256\x18\x04 \x01(\x0c*a\n\x08Producer\x12\x18\n\x14PRODUCER_UNSPECIFIED\x10\x00\x12\x11\n\rPRODUCER_TUNE\x10\x01\x12\x14\n\x10PRODUCER_CAPTURE\x10\x02\x12\x12\n\x0ePRODUCER_MERGE\x10\x03*D\n\x0eIdentityScheme\x12\x1d\n\x19IDENTITY_TRITON_CACHE_KEY\x10\x00\x12\x13\n\x0fIDENTITY_SOURCE\x10\x01*}\n\x07\x46oundBy\x12\x18\n\x14\x46OUND_BY_UNSPECIFIED\x10\x00\x12\x17\n\x13\x46OUND_BY_EXHAUSTIVE\x10\x01\x12\x13\n\x0f\x46OUND_BY_SEEDED\x10\x02\x12\x15\n\x11\x46OUND_BY_CAPTURED\x10\x03\x12\x13\n\x0f\x46OUND_BY_ONLINE\x10\x04\x62\x06proto3')
 
 _globals = globals()
 _builder.BuildMessageAndEnumDescriptors(DESCRIPTOR, _globals)
@@ -35,10 +35,12 @@ if not _descriptor._USE_C_DESCRIPTORS:
   _globals['_COMPILERFINGERPRINT_BACKENDVERSIONSENTRY']._serialized_options = b'8\001'
   _globals['_RESULTS_BLOBSENTRY']._loaded_options = None
   _globals['_RESULTS_BLOBSENTRY']._serialized_options = b'8\001'
-  _globals['_PRODUCER']._serialized_start=2323
-  _globals['_PRODUCER']._serialized_end=2420
-  _globals['_FOUNDBY']._serialized_start=2422
-  _globals['_FOUNDBY']._serialized_end=2547
+  _globals['_PRODUCER']._serialized_start=2382
+  _globals['_PRODUCER']._serialized_end=2479
+  _globals['_IDENTITYSCHEME']._serialized_start=2481
+  _globals['_IDENTITYSCHEME']._serialized_end=2549
+  _globals['_FOUNDBY']._serialized_start=2551
+  _globals['_FOUNDBY']._serialized_end=2676
   _globals['_TARGET']._serialized_start=66
   _globals['_TARGET']._serialized_end=226
   _globals['_COMPILERFINGERPRINT']._serialized_start=229
@@ -49,26 +51,26 @@ if not _descriptor._USE_C_DESCRIPTORS:
   _globals['_HEADER']._serialized_end=736
   _globals['_SCALAR']._serialized_start=738
   _globals['_SCALAR']._serialized_end=863
-  _globals['_KERNELIDENTITY']._serialized_start=865
-  _globals['_KERNELIDENTITY']._serialized_end=937
-  _globals['_KWARG']._serialized_start=939
-  _globals['_KWARG']._serialized_end=1009
-  _globals['_CONFIG']._serialized_start=1012
-  _globals['_CONFIG']._serialized_end=1143
-  _globals['_TIMING']._serialized_start=1145
-  _globals['_TIMING']._serialized_end=1186
-  _globals['_REJECTION']._serialized_start=1188
-  _globals['_REJECTION']._serialized_end=1231
-  _globals['_ARTIFACTFILE']._serialized_start=1233
-  _globals['_ARTIFACTFILE']._serialized_end=1297
-  _globals['_ARTIFACT']._serialized_start=1300
-  _globals['_ARTIFACT']._serialized_end=1444
-  _globals['_ENTRY']._serialized_start=1447
-  _globals['_ENTRY']._serialized_end=1780
-  _globals['_RESULTS']._serialized_start=1783
-  _globals['_RESULTS']._serialized_end=2229
-  _globals['_RESULTS_BLOBSENTRY']._serialized_start=2185
-  _globals['_RESULTS_BLOBSENTRY']._serialized_end=2229
-  _globals['_RESULTSENVELOPE']._serialized_start=2231
-  _globals['_RESULTSENVELOPE']._serialized_end=2321
+  _globals['_KERNELIDENTITY']._serialized_start=866
+  _globals['_KERNELIDENTITY']._serialized_end=996
+  _globals['_KWARG']._serialized_start=998
+  _globals['_KWARG']._serialized_end=1068
+  _globals['_CONFIG']._serialized_start=1071
+  _globals['_CONFIG']._serialized_end=1202
+  _globals['_TIMING']._serialized_start=1204
+  _globals['_TIMING']._serialized_end=1245
+  _globals['_REJECTION']._serialized_start=1247
+  _globals['_REJECTION']._serialized_end=1290
+  _globals['_ARTIFACTFILE']._serialized_start=1292
+  _globals['_ARTIFACTFILE']._serialized_end=1356
+  _globals['_ARTIFACT']._serialized_start=1359
+  _globals['_ARTIFACT']._serialized_end=1503
+  _globals['_ENTRY']._serialized_start=1506
+  _globals['_ENTRY']._serialized_end=1839
+  _globals['_RESULTS']._serialized_start=1842
+  _globals['_RESULTS']._serialized_end=2288
+  _globals['_RESULTS_BLOBSENTRY']._serialized_start=2244
+  _globals['_RESULTS_BLOBSENTRY']._serialized_end=2288
+  _globals['_RESULTSENVELOPE']._serialized_start=2290
+  _globals['_RESULTSENVELOPE']._serialized_end=2380
 # @@protoc_insertion_point(module_scope)

@@ -14,6 +14,11 @@ class Producer(int, metaclass=_enum_type_wrapper.EnumTypeWrapper):
     PRODUCER_CAPTURE: _ClassVar[Producer]
     PRODUCER_MERGE: _ClassVar[Producer]
 
+class IdentityScheme(int, metaclass=_enum_type_wrapper.EnumTypeWrapper):
+    __slots__ = ()
+    IDENTITY_TRITON_CACHE_KEY: _ClassVar[IdentityScheme]
+    IDENTITY_SOURCE: _ClassVar[IdentityScheme]
+
 class FoundBy(int, metaclass=_enum_type_wrapper.EnumTypeWrapper):
     __slots__ = ()
     FOUND_BY_UNSPECIFIED: _ClassVar[FoundBy]
@@ -25,6 +30,8 @@ PRODUCER_UNSPECIFIED: Producer
 PRODUCER_TUNE: Producer
 PRODUCER_CAPTURE: Producer
 PRODUCER_MERGE: Producer
+IDENTITY_TRITON_CACHE_KEY: IdentityScheme
+IDENTITY_SOURCE: IdentityScheme
 FOUND_BY_UNSPECIFIED: FoundBy
 FOUND_BY_EXHAUSTIVE: FoundBy
 FOUND_BY_SEEDED: FoundBy
@@ -101,14 +108,16 @@ class Scalar(_message.Message):
     def __init__(self, int_value: _Optional[int] = ..., float_value: _Optional[float] = ..., bool_value: _Optional[bool] = ..., str_value: _Optional[str] = ..., none_value: _Optional[bool] = ...) -> None: ...
 
 class KernelIdentity(_message.Message):
-    __slots__ = ("name", "source_hash", "param_names")
+    __slots__ = ("name", "source_hash", "param_names", "scheme")
     NAME_FIELD_NUMBER: _ClassVar[int]
     SOURCE_HASH_FIELD_NUMBER: _ClassVar[int]
     PARAM_NAMES_FIELD_NUMBER: _ClassVar[int]
+    SCHEME_FIELD_NUMBER: _ClassVar[int]
     name: str
     source_hash: str
     param_names: _containers.RepeatedScalarFieldContainer[str]
-    def __init__(self, name: _Optional[str] = ..., source_hash: _Optional[str] = ..., param_names: _Optional[_Iterable[str]] = ...) -> None: ...
+    scheme: IdentityScheme
+    def __init__(self, name: _Optional[str] = ..., source_hash: _Optional[str] = ..., param_names: _Optional[_Iterable[str]] = ..., scheme: _Optional[_Union[IdentityScheme, str]] = ...) -> None: ...
 
 class Kwarg(_message.Message):
     __slots__ = ("name", "value")

@@ -58,6 +58,11 @@ class ResultsView:
             ]
         return self._named[kernel_name]
 
+    def source_hashes(self, kernel_name: str) -> frozenset[str]:
+        """The source hashes this file holds a kernel of this name under (its kernel table: no entry is
+        decoded)."""
+        return frozenset(k.source_hash for k in self._tables.kernels if k.name == kernel_name)
+
     def results(self) -> model.Results:
         """Every entry, decoded and validated (once: the warm-up and the registry both ask)."""
         if self._results is None:

@@ -42,6 +42,7 @@ class ArtifactStore:
         self._lock = threading.Lock()
         self.served = 0
         self.failed = 0
+        self.compiled_here = 0  # kernels Triton compiled and stored through this manager
         self.on_problem: Callable[[str], None] = lambda _: None
 
     def add(self, results: model.Results, source: str) -> int:
@@ -86,6 +87,10 @@ class ArtifactStore:
         with self._lock:
             self.served += 1
 
+    def count_compiled(self) -> None:
+        with self._lock:
+            self.compiled_here += 1
+
 
 def triton_manager_key(cache_key: str) -> str:
     """Triton creates cache managers with the base32 form of its hex compile hash."""
@@ -128,6 +133,8 @@ class ArtifactCacheManager:
 
     def put_group(self, filename: str, group: dict[str, str]) -> Any:
         stored = self.inner.put_group(filename, group)
+        if filename.endswith(METADATA_SUFFIX):  # Triton compiled a kernel (served ones are placed above)
+            type(self).store.count_compiled()
         listener = _capturing[0] if _capturing else None
         if listener is not None and filename.endswith(METADATA_SUFFIX):
             from triton import knobs

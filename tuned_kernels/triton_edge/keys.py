@@ -12,6 +12,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from tuned_kernels import model
+from tuned_kernels.triton_edge.source_identity import module_name, source_digest
 
 
 def autotuner_class() -> Any:
@@ -37,16 +38,23 @@ def jit_function(autotuner: Any) -> Any:
 
 
 def kernel_identity(autotuner: Any) -> model.KernelIdentity:
-    """Name and source hash: Triton's own `cache_key` (source plus dependencies) where it has one."""
+    """Its name (the module as imported, even for the script being run) and a digest of what decides its
+    behaviour, position and formatting left out (source_identity.py); its `previous` identity is the older
+    scheme's (the name as Python gave it, Triton's `cache_key` or a hash of the source text), which files
+    made before name kernels by."""
     cached = getattr(autotuner, "_tuned_kernels_identity", None)
     if cached is not None:
         return cached  # type: ignore[no-any-return]
     fn = base_function(autotuner)
-    source_hash = getattr(jit_function(autotuner), "cache_key", None)
-    if not isinstance(source_hash, str) or len(source_hash) != 64:
-        source_hash = hashlib.sha256(inspect.getsource(fn).encode("utf-8")).hexdigest()
+    params = tuple(autotuner.arg_names)
+    cache_key = getattr(jit_function(autotuner), "cache_key", None)
+    if not isinstance(cache_key, str) or len(cache_key) != 64:
+        cache_key = hashlib.sha256(inspect.getsource(fn).encode("utf-8")).hexdigest()
+    previous = model.KernelIdentity(
+        f"{fn.__module__}.{fn.__qualname__}", cache_key, params, model.IdentityScheme.TRITON_CACHE_KEY
+    )
     identity = model.KernelIdentity(
-        f"{fn.__module__}.{fn.__qualname__}", source_hash, tuple(autotuner.arg_names)
+        f"{module_name(fn)}.{fn.__qualname__}", source_digest(fn), params, previous=previous
     )
     autotuner._tuned_kernels_identity = identity
     return identity

@@ -1,0 +1,33 @@
+"""What `TUNED_KERNELS_VERBOSE=1` prints when a process ends: a few lines saying what was served, what
+missed and why, and what it cost. Pure: formats the registry's `summary()`."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+MAX_NAMED = 4  # changed kernels named before "and N more"
+
+
+def exit_summary(summary: Mapping[str, Any]) -> list[str]:
+    hits, nearest, misses = summary["hits"], summary["nearest"], summary["misses"]
+    reasons = ", ".join(f"{n} {why}" for why, n in sorted(summary["misses_by_reason"].items()))
+    served = f"{hits} hits" + (f", {nearest} from the nearest key" if nearest else "")
+    lines = [
+        f"{served}, {misses} misses{f' ({reasons})' if reasons else ''}; "
+        f"{summary['configs_benchmarked']} configs benchmarked in {summary['seconds_tuning']:.1f} s"
+    ]
+    changed = summary["changed_kernels"]
+    if changed:
+        named = ", ".join(sorted(changed)[:MAX_NAMED])
+        more = f" and {len(changed) - MAX_NAMED} more" if len(changed) > MAX_NAMED else ""
+        lines.append(f"changed since they were tuned: {named}{more}")
+    compiled = summary["compiled_kernels"]
+    bundles = ", ".join(b["bundle"] for b in summary["selected"]) or "none"
+    kernels = (
+        f"compiled kernels: {compiled['served']} served from bundles, {compiled['compiled_here']} compiled here"
+        if compiled["compiled_here"] is not None
+        else "no compiled kernels in the selected bundles"
+    )
+    lines.append(f"bundles: {bundles}; {kernels}")
+    return [f"tuned-kernels: {line}" for line in lines]
