@@ -21,7 +21,7 @@ from pathlib import Path
 
 from tuned_kernels import model
 from tuned_kernels.errors import TunedKernelsError
-from tuned_kernels.results import read_results
+from tuned_kernels.results import read_results, write_results
 from tuned_kernels.results.formats import format_for
 from tuned_kernels.results.overlay import add_to_overlay
 from tuned_kernels.timestamps import utc_now
@@ -32,11 +32,13 @@ class CaptureReport:
     returncode: int
     entries: int
     kernels: tuple[str, ...]
+    written: bool = True  # whether `output` was (re)written
 
 
 def capture(output: str, command: Sequence[str]) -> CaptureReport:
-    """Runs `command` recording into a working file beside `output`, which replaces `output` only when the
-    program recorded something: a program that cannot start, or records nothing, leaves `output` as it was."""
+    """Runs `command` recording into a working file beside `output`, which then replaces `output`. A program
+    that succeeds recording nothing leaves a valid empty results file (as `pytest --tuned-kernels-dump`
+    does); one that fails recording nothing leaves `output` as it was."""
     if not command:
         raise TunedKernelsError("capture: give the program to run after --, e.g. -- python app.py")
     format_for(output)  # a bad extension fails before the program runs
@@ -53,7 +55,9 @@ def capture(output: str, command: Sequence[str]) -> CaptureReport:
         returncode = subprocess.call(list(command), env=env)
         _add_inductor_configs(work, inductor_cache)
         if not work.exists():
-            return CaptureReport(returncode, 0, ())
+            if returncode != 0:
+                return CaptureReport(returncode, 0, (), written=False)
+            write_results(work, model.Results(_header()))
         results = read_results(work)
         os.replace(work, path)
     finally:
@@ -71,7 +75,11 @@ def _add_inductor_configs(work: Path, inductor_cache: Path) -> None:
 
     entries = autotune_cache.harvest(inductor_cache)
     if entries:
-        from tuned_kernels.aot.tune_command import header_now
-        from tuned_kernels.hardware import detect
+        add_to_overlay(work, _header(), entries, {}, None)
 
-        add_to_overlay(work, header_now(detect(), model.Producer.CAPTURE, utc_now()), entries, {}, None)
+
+def _header() -> model.Header:
+    from tuned_kernels.aot.tune_command import header_now
+    from tuned_kernels.hardware import detect
+
+    return header_now(detect(), model.Producer.CAPTURE, utc_now())

@@ -68,8 +68,15 @@ def cmd_merge(args: argparse.Namespace) -> int:
     merged = merge_results(
         inputs, allow_mixed=args.allow_mixed, created_at=utc_now(), tool_version=TOOL_VERSION
     )
+    carried = ""
+    if args.carry_over:
+        from tuned_kernels.aot.carry_over import identities_in
+        from tuned_kernels.results.merge import carry_over
+
+        merged, moved = carry_over(merged, identities_in(args.carry_over))
+        carried = f" ({moved} carried over to identity by source)"
     write_results(args.output, merged)
-    print(f"merged {len(inputs)} files, {len(merged.entries)} entries -> {args.output}")
+    print(f"merged {len(inputs)} files, {len(merged.entries)} entries{carried} -> {args.output}")
     return 0
 
 
@@ -143,11 +150,16 @@ def cmd_capture(args: argparse.Namespace) -> int:
 
     command = args.command_line[1:] if args.command_line[:1] == ["--"] else args.command_line
     report = capture(args.output, command)
-    print(
-        f"captured {report.entries} tuning decisions of {len(report.kernels)} kernels -> {args.output}"
-        + (f" ({', '.join(report.kernels)})" if report.kernels else ""),
-        file=sys.stderr,
-    )
+    if not report.written:
+        said = (
+            f"the program exited with {report.returncode} and recorded nothing; {args.output} left as it was"
+        )
+    elif report.entries == 0:
+        said = f"captured 0 tuning decisions (the program ran no autotuned kernel) -> {args.output}, empty"
+    else:
+        said = f"captured {report.entries} tuning decisions of {len(report.kernels)} kernels -> {args.output}"
+        said += f" ({', '.join(report.kernels)})"
+    print(said, file=sys.stderr)
     return report.returncode
 
 
@@ -255,6 +267,14 @@ def _add_inspection_commands(sub: Any) -> None:
     p.add_argument("inputs", nargs="+")
     p.add_argument("-o", "--output", required=True)
     p.add_argument("--allow-mixed", action="store_true", help="merge files of different targets or compilers")
+    p.add_argument(
+        "--carry-over",
+        action="append",
+        default=[],
+        metavar="MODULE",
+        help="move entries of files made before identity by source to the kernels MODULE defines, as they are "
+        "identified now, so they survive edits above the kernels (repeatable; run where MODULE imports)",
+    )
     p.set_defaults(func=cmd_merge)
 
     p = sub.add_parser("status", help="bundles found, selected, rejected; overlay; hits and misses")

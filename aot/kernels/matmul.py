@@ -10,6 +10,7 @@ import triton.language as tl
 from tuned_kernels.aot.kernels import skinny_matmul, tma_matmul
 
 from tuned_kernels.choice import ImplementationChoice
+from tuned_kernels.triton_edge.direct_launch import launch
 
 
 def _config(bm: int, bn: int, bk: int, warps: int, stages: int) -> triton.Config:
@@ -162,7 +163,6 @@ def triton_matmul(a: torch.Tensor, b: torch.Tensor, out: torch.Tensor | None = N
     if tma_matmul.fits(a, b, c, K):
         tma_matmul.tma_matmul(a, b, c, M, N, K)
         return c
-    from tuned_kernels.triton_edge.direct_launch import launch  # here: see skinny_matmul.skinny_matmul
 
     strides = (a.stride(0), a.stride(1), b.stride(0), b.stride(1), c.stride(0), c.stride(1))
     launch(matmul_kernel, _grid(M, N), a, b, c, M, N, K, *strides)
@@ -216,7 +216,6 @@ def matmul_bias_act(
         raise ValueError(f"matmul_bias_act: activation {activation!r} not in {ACTIVATIONS}")
     if bias.shape != (N,):
         raise ValueError(f"matmul_bias_act: bias must have shape ({N},), has {tuple(bias.shape)}")
-    from tuned_kernels.triton_edge.direct_launch import launch  # here: see skinny_matmul.skinny_matmul
 
     c = out if out is not None else torch.empty((M, N), device=a.device, dtype=a.dtype)
     launch(

@@ -22,6 +22,7 @@ import triton
 import triton.language as tl
 from triton.tools.tensor_descriptor import TensorDescriptor
 
+from tuned_kernels.triton_edge.direct_launch import launch
 from tuned_kernels.triton_edge.tma import copy_engine
 
 SHARED_MEMORY = 232448 - 1024  # Hopper's shared memory per program, as Triton counts it, less a margin
@@ -139,8 +140,6 @@ def tma_matmul(a: torch.Tensor, b: torch.Tensor, c: torch.Tensor, m: int, n: int
 
     def grid(meta: dict[str, Any]) -> tuple[int]:
         return (min(programs, triton.cdiv(m, meta["BLOCK_M"]) * triton.cdiv(n, meta["BLOCK_N"])),)
-
-    from tuned_kernels.triton_edge.direct_launch import launch  # here: see skinny_matmul.skinny_matmul
 
     descriptors = (_descriptor(a, m, k), _descriptor(b, k, n), _descriptor(c, m, n))
     launch(matmul_tma_kernel, grid, *descriptors, m, n, k, DTYPE=str(a.dtype))

@@ -1,7 +1,8 @@
 """Merging results: the union of shard files, the faster entry winning per slot. Pure.
 
 Merge is associative, commutative and idempotent over entries, and its output order is fixed, so the same
-shards merged in any order give byte-identical files.
+shards merged in any order give byte-identical files. `carry_over` moves entries stored under kernels'
+previous identities (files made before identity by source) to their current ones.
 """
 
 from __future__ import annotations
@@ -64,3 +65,28 @@ def merge_results(
         first.header, producer=model.Producer.MERGE, created_at=created_at, tool_version=tool_version
     )
     return join(header, (r for _, r in inputs))
+
+
+def carry_over(results: model.Results, current: Iterable[model.KernelIdentity]) -> tuple[model.Results, int]:
+    """`results` with every entry stored under one of these kernels' previous identity moved to its current
+    one (a script's kernel matches its previous identity under `__main__` too), unless an entry already sits
+    there; and how many moved. Entries of other kernels, and compiled kernels, are kept as they are."""
+    by_previous: dict[tuple[str, str], model.KernelIdentity] = {}
+    for kernel in current:
+        previous = kernel.previous
+        if previous is not None:
+            qualname = previous.name.rsplit(".", 1)[-1]
+            for name in (previous.name, f"__main__.{qualname}"):
+                by_previous[(name, previous.source_hash)] = dataclasses.replace(kernel, previous=None)
+    held = {e.slot for e in results.entries}
+    moved = 0
+    entries = []
+    for entry in results.entries:
+        now = by_previous.get((entry.kernel.name, entry.kernel.source_hash))
+        if now is not None and entry.kernel.scheme is model.IdentityScheme.TRITON_CACHE_KEY:
+            if model.slot_of(now, entry.key) in held:
+                continue
+            entry = dataclasses.replace(entry, kernel=now)
+            moved += 1
+        entries.append(entry)
+    return results.with_entries(tuple(sorted(entries, key=model.entry_sort_key))), moved

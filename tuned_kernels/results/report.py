@@ -33,6 +33,7 @@ def results_summary(results: model.Results) -> dict[str, Any]:
             {
                 "kernel": e.kernel.name,
                 "source_hash": e.kernel.source_hash,
+                "identity_scheme": e.kernel.scheme.value,
                 "key": list(e.key),
                 "best": {
                     **dict(e.best.kwargs),
@@ -83,6 +84,7 @@ def results_table(results: model.Results) -> str:
         f"compiler  {h.compiler.describe()}, triton hash {h.compiler.triton_hash[:12]}",
         f"producer  {h.producer.value} by tuned-kernels {h.tool_version} at {h.created_at}",
         f"entries   {len(results.entries)} across {len({e.kernel.name for e in results.entries})} kernels",
+        f"identity  {_schemes(results)}",
         "",
     ]
     sizes = artifact_bytes_per_kernel(results)
@@ -90,14 +92,14 @@ def results_table(results: model.Results) -> str:
         compiled = sum(len(e.artifacts) for e in results.entries)
         lines[-1:-1] = [
             f"compiled  {compiled} kernels, {sum(sizes.values())} bytes: "
-            + ", ".join(f"{k.rsplit('.', 1)[-1]} {v}" for k, v in sorted(sizes.items()))
+            + ", ".join(f"{k} {v}" for k, v in sorted(sizes.items()))
         ]
     rows = [("kernel", "key", "best config", "time ms", "found", "rejected", "compiled")]
     for e in results.entries:
         time_ms = "-" if e.best_time_ms == float("inf") else f"{e.best_time_ms:.4g}"
         rows.append(
             (
-                _kernel_label(e.kernel.name),
+                e.kernel.name,
                 format_key(e.key),
                 _config_label(e),
                 time_ms,
@@ -111,9 +113,16 @@ def results_table(results: model.Results) -> str:
     return "\n".join(lines)
 
 
-def _kernel_label(name: str) -> str:
-    """A Triton kernel by its function's name; Inductor's entries by their whole name (inductor.mm)."""
-    return name if name.startswith(inductor_keys.PREFIX) else name.rsplit(".", 1)[-1]
+def _schemes(results: model.Results) -> str:
+    """How the file's kernels are identified; the older scheme stales a kernel when a line moves above it."""
+    kernels = {e.kernel for e in results.entries}
+    old = sum(k.scheme is model.IdentityScheme.TRITON_CACHE_KEY for k in kernels)
+    if not old:
+        return "by source (moving a kernel or editing beside it keeps its entries)"
+    return (
+        f"{old} of {len(kernels)} kernels by Triton's cache key (made before identity by source: served until a"
+        " line above the kernel changes)"
+    )
 
 
 def _config_label(entry: model.Entry) -> str:

@@ -67,7 +67,7 @@ def _digest(fn: FunctionType, stack: tuple[FunctionType, ...]) -> str:
         return f"recursion:{fn.__module__}.{fn.__qualname__}"
     hasher = hashlib.sha256()
     tree = _syntax_tree(fn)
-    hasher.update(ast.dump(tree, annotate_fields=True, include_attributes=False).encode("utf-8"))
+    hasher.update(canonical_tree(tree).encode("utf-8"))
     if isinstance(tree, (ast.FunctionDef, ast.AsyncFunctionDef)):
         scope = _scope(fn)
         for chain in sorted(set(_global_reads(tree))):
@@ -75,6 +75,17 @@ def _digest(fn: FunctionType, stack: tuple[FunctionType, ...]) -> str:
             if described:
                 hasher.update(f"\x00{'.'.join(chain)}={described}".encode())
     return hasher.hexdigest()
+
+
+def canonical_tree(node: object) -> str:
+    """A syntax tree as text, the same on every Python: node types and their fields, without positions and
+    without fields that are empty or absent (each Python adds some: `type_params=[]` in 3.12)."""
+    if isinstance(node, ast.AST):
+        fields = [(name, value) for name, value in ast.iter_fields(node) if value is not None and value != []]
+        return f"{type(node).__name__}({','.join(f'{name}={canonical_tree(value)}' for name, value in fields)})"
+    if isinstance(node, list):
+        return f"[{','.join(canonical_tree(value) for value in node)}]"
+    return repr(node)
 
 
 def _syntax_tree(fn: FunctionType) -> ast.AST:
