@@ -82,7 +82,9 @@ def canonical_tree(node: object) -> str:
     without fields that are empty or absent (each Python adds some: `type_params=[]` in 3.12)."""
     if isinstance(node, ast.AST):
         fields = [(name, value) for name, value in ast.iter_fields(node) if value is not None and value != []]
-        return f"{type(node).__name__}({','.join(f'{name}={canonical_tree(value)}' for name, value in fields)})"
+        return (
+            f"{type(node).__name__}({','.join(f'{name}={canonical_tree(value)}' for name, value in fields)})"
+        )
     if isinstance(node, list):
         return f"[{','.join(canonical_tree(value) for value in node)}]"
     return repr(node)
