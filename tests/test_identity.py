@@ -55,6 +55,10 @@ def captured(tmp_path_factory: pytest.TempPathFactory) -> Path:
     return work / "app.pb"
 
 
+def _pytest(cwd: Path, *args: str) -> subprocess.CompletedProcess[str]:
+    return _run([sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", *args], cwd)
+
+
 def _serve(tmp_path: Path, bundle: Path, source: str, *sizes: str) -> subprocess.CompletedProcess[str]:
     (tmp_path / "app.py").write_text(source)
     env = {"TUNED_KERNELS": "1", "TUNED_KERNELS_PATH": str(bundle), "TUNED_KERNELS_VERBOSE": "1"}
@@ -73,17 +77,7 @@ def test_a_script_captured_as_python_app_is_served_to_tests_that_import_it(
 ) -> None:
     (tmp_path / "app.py").write_text(APP)
     (tmp_path / "test_app.py").write_text("import app\n\n\ndef test_scale():\n    y, x = app.run(100)\n")
-    args = [
-        "-m",
-        "pytest",
-        "-q",
-        "-p",
-        "no:cacheprovider",
-        "test_app.py",
-        "--tuned-kernels-load",
-        str(captured),
-    ]
-    out = _run([sys.executable, *args], tmp_path)
+    out = _pytest(tmp_path, "test_app.py", "--tuned-kernels-load", str(captured))
     assert out.returncode == 0, out.stdout[-3000:]
     assert "tuned-kernels: 1 hits, 0 misses" in out.stdout, out.stdout[-3000:]
 
@@ -140,17 +134,7 @@ def test_capture_and_the_pytest_plugin_both_write_an_empty_file_when_nothing_is_
     assert out.returncode == 0 and "captured 0 tuning decisions" in out.stderr, out.stderr[-2000:]
     assert read_results(tmp_path / "none.pb").entries == ()
     (tmp_path / "test_nothing.py").write_text("def test_nothing():\n    pass\n")
-    args = [
-        "-m",
-        "pytest",
-        "-q",
-        "-p",
-        "no:cacheprovider",
-        "test_nothing.py",
-        "--tuned-kernels-dump",
-        "dump.pb",
-    ]
-    out = _run([sys.executable, *args], tmp_path)
+    out = _pytest(tmp_path, "test_nothing.py", "--tuned-kernels-dump", "dump.pb")
     assert out.returncode == 0, out.stdout[-2000:]
     assert read_results(tmp_path / "dump.pb").entries == ()
 

@@ -86,15 +86,14 @@ def decide(
         if near is not None:
             return Decision("nearest", (keys[near][0].best,), keys[near][1], unfit=tuple(unfit))
     excluded = sources.known_bad(identity)
+    reason, changed_in = miss_reason(identity, sources)
     if policy.stale == "seed":
         stale = {e.key: e for e in sources.stale_entries(identity)}
         near = nearest_key(key, stale)
         if near is not None:
             old = stale[near]
             seeds = (old.best, *(t.config for t in old.timings[:3]))
-            reason, changed_in = miss_reason(identity, sources)
             return Decision("seed", seeds, "stale bundle", excluded, tuple(unfit), reason, changed_in)
-    reason, changed_in = miss_reason(identity, sources)
     return Decision("miss", (), "", excluded, tuple(unfit), reason, changed_in)
 
 
