@@ -11,9 +11,14 @@ from typing import Any
 
 
 def enable() -> None:
-    """Every `@triton.autotune` kernel in this process, defined before or after, consults bundles first."""
+    """Every `@triton.autotune` kernel in this process, defined before or after, consults bundles first.
+
+    On a machine with no GPU, kernels defined from now on run through Triton's interpreter (the cpu
+    target), as under `tuned-kernels capture`: call it before importing the modules that define kernels."""
+    from tuned_kernels.hardware.probe import interpret_without_gpu
     from tuned_kernels.registry import enable as _enable
 
+    interpret_without_gpu()
     _enable()
 
 
@@ -42,3 +47,7 @@ def __getattr__(name: str) -> Any:
 
 
 __all__ = ["__version__", "disable", "enable", "stats"]
+
+
+def __dir__() -> list[str]:
+    return sorted(__all__)

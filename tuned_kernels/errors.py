@@ -48,4 +48,19 @@ class TunedKernelsWarning(UserWarning):
 
 
 def warn(message: str) -> None:
+    """One line on stderr, `tuned-kernels: message`, through the warnings module (so `-W` and pytest's
+    warning capture still apply) but without its `file.py:241: TunedKernelsWarning:` prefix and source line."""
+    if warnings.formatwarning is not _one_line_format:
+        _one_line_format.__dict__["previous"] = warnings.formatwarning
+        warnings.formatwarning = _one_line_format
     warnings.warn(f"tuned-kernels: {message}", TunedKernelsWarning, stacklevel=3)
+
+
+def _one_line_format(
+    message: Warning | str, category: type[Warning], filename: str, lineno: int, line: str | None = None
+) -> str:
+    if issubclass(category, TunedKernelsWarning):
+        return f"{message}\n"
+    previous = _one_line_format.__dict__.get("previous", warnings.formatwarning)
+    formatted: str = previous(message, category, filename, lineno, line)
+    return formatted

@@ -4,6 +4,9 @@
                                        the run ends with one line: hits, misses, the kernels that missed
     pytest --tuned-kernels-dump FILE   every tuning decision the tests make is written to FILE
 
+On a machine with no GPU the tests' kernels run through Triton's interpreter (the cpu target), as everywhere
+in tuned-kernels: the switch is made before the first conftest is imported.
+
 Dumping works under pytest-xdist: each worker captures into its own part, and the controller merges the
 parts into FILE when the run ends. Worker statistics travel back through xdist's `workeroutput`.
 """
@@ -36,6 +39,16 @@ def pytest_addoption(parser: pytest.Parser) -> None:
         metavar="FILE",
         help="write every tuning decision the tests make into this results file (merged across xdist workers)",
     )
+
+
+@pytest.hookimpl(tryfirst=True)
+def pytest_load_initial_conftests(early_config: pytest.Config) -> None:
+    """Before any conftest or test module defines a kernel (Triton decides at definition)."""
+    options = early_config.known_args_namespace
+    if getattr(options, "tuned_kernels_load", None) or getattr(options, "tuned_kernels_dump", None):
+        from tuned_kernels.hardware.probe import interpret_without_gpu
+
+        interpret_without_gpu()
 
 
 def _parts_dir(dump: str) -> Path:

@@ -71,6 +71,8 @@ def attention_kernel(
 def attention(
     q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, causal: bool = False, out: torch.Tensor | None = None
 ) -> torch.Tensor:
+    """softmax(q @ k^T / sqrt(head_dim)) @ v for (batch, heads, seq, head_dim) tensors, head_dim 16-128,
+    in one fused kernel (no seq x seq matrix in memory); `causal` masks keys after each query."""
     if q.dim() != 4 or q.shape != k.shape or q.shape != v.shape:
         raise ValueError(
             f"attention: q, k, v must share a (batch, heads, seq, head_dim) shape, got {tuple(q.shape)}"

@@ -78,6 +78,7 @@ def _rows(x: torch.Tensor, name: str) -> tuple[torch.Tensor, int, int]:
 
 
 def softmax(x: torch.Tensor, out: torch.Tensor | None = None) -> torch.Tensor:
+    """Softmax over the last dimension (computed in float32, returned in x's dtype), one program per row."""
     flat, rows, n = _rows(x, "softmax")
     y = out if out is not None else torch.empty_like(flat)
     launch(softmax_kernel, (rows,), flat, y, n, flat.stride(0), y.stride(0))
@@ -91,6 +92,7 @@ def layer_norm(
     eps: float = 1e-5,
     out: torch.Tensor | None = None,
 ) -> torch.Tensor:
+    """Layer normalization over the last dimension: (x - mean) / sqrt(var + eps) * weight + bias."""
     flat, rows, n = _rows(x, "layer_norm")
     y = out if out is not None else torch.empty_like(flat)
     launch(layer_norm_kernel, (rows,), flat, weight, bias, y, n, flat.stride(0), y.stride(0), eps)
@@ -100,6 +102,7 @@ def layer_norm(
 def rms_norm(
     x: torch.Tensor, weight: torch.Tensor, eps: float = 1e-6, out: torch.Tensor | None = None
 ) -> torch.Tensor:
+    """RMS normalization over the last dimension: x / sqrt(mean(x**2) + eps) * weight."""
     flat, rows, n = _rows(x, "rms_norm")
     y = out if out is not None else torch.empty_like(flat)
     launch(rms_norm_kernel, (rows,), flat, weight, y, n, flat.stride(0), y.stride(0), eps)

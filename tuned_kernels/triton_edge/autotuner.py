@@ -7,7 +7,8 @@ answers once per key, with a stored config or by measuring the kernel's configs 
 `do_bench` (a wall clock under the interpreter), and Triton caches the answer itself. The launch that
 follows a served config goes through a one-shot wrapper: if it raises, the resolver refuses the config and
 the key is tuned as Triton would; later launches are Triton's own, untouched. Kernels defined before or
-after `patch()` are covered: the methods are replaced on the class.
+after `patch()` are covered: the methods are replaced on the class. Under the interpreter, where Triton's
+own benchmarker needs a GPU driver, configs are timed with a wall clock, served or not.
 """
 
 from __future__ import annotations
@@ -20,12 +21,12 @@ from collections.abc import Iterator, Mapping, Sequence
 from typing import Any
 
 from tuned_kernels import model, resolving
-from tuned_kernels.errors import one_line
+from tuned_kernels.errors import TunedKernelsError, one_line
 from tuned_kernels.resolving import Compiled
 from tuned_kernels.triton_edge import cache_manager
 from tuned_kernels.triton_edge.benchmarker import WallClockBenchmarker
 from tuned_kernels.triton_edge.compile import artifact_of, warmup
-from tuned_kernels.triton_edge.interpreter import interpreting
+from tuned_kernels.triton_edge.interpreter import defined_before_interpreting, interpreting
 from tuned_kernels.triton_edge.keys import (
     autotuner_class,
     config_from_triton,
@@ -70,6 +71,12 @@ def _prune_configs(self: Any, kwargs: dict[str, Any]) -> list[Any]:
     resolver = resolving.current()
     if resolver is None:
         return list(original(self, kwargs))
+    if defined_before_interpreting(self):
+        name = getattr(getattr(self, "base_fn", None), "__qualname__", "a kernel")
+        raise TunedKernelsError(
+            f"{name} was defined before tuned-kernels turned on Triton's interpreter (no GPU here): set "
+            "TRITON_INTERPRET=1, or call tuned_kernels.enable() before the kernel's module is imported"
+        )
     try:
         identity = kernel_identity(self)
         key = tuning_key(self, {**self.nargs, **kwargs})
@@ -132,6 +139,7 @@ def _bench(self: Any, *args: Any, config: Any, **kwargs: Any) -> list[float]:
     resolver chose is not timed again (Triton keeps it as the winner), every other call is Triton's own."""
     if self.__dict__.pop("_tuned_kernels_chosen", None) is config:
         return [0.0, 0.0, 0.0]
+    _wall_clock_on_the_interpreter(self)
     result: list[float] = _original["_bench"](self, *args, config=config, **kwargs)
     return result
 
@@ -144,8 +152,7 @@ def benchmark(
     if len(configs) == 1:
         return configs[0], {configs[0]: 0.0}
     args = list(autotuner.nargs.values())
-    if interpreting() and autotuner._do_bench is None:
-        autotuner.__dict__["do_bench"] = _wall_clock_do_bench
+    _wall_clock_on_the_interpreter(autotuner)
     bench = _original.get("_bench") or autotuner_class()._bench
     start = time.time()
     with cache_manager.recording_paused():  # a capture keeps the winner's compile only
@@ -155,6 +162,13 @@ def benchmark(
     autotuner.pre_hook({**autotuner.nargs, **kwargs, **winner.all_kwargs()}, reset_only=True)
     autotuner.configs_timings = timings
     return winner, {config: float(t[0]) for config, t in timings.items()}
+
+
+def _wall_clock_on_the_interpreter(autotuner: Any) -> None:
+    """The interpreter has no device timer (Triton's default benchmarker needs a GPU driver): an autotuner
+    that brought no `do_bench` of its own is timed with a wall clock there."""
+    if interpreting() and autotuner._do_bench is None:
+        autotuner.__dict__["do_bench"] = _wall_clock_do_bench
 
 
 def _wall_clock_do_bench(kernel_call: Any, quantiles: Any = None, **_: Any) -> list[float]:
