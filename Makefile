@@ -9,18 +9,20 @@ STAMP := $(VENV)/.installed-stamp
 TORCH_CPU ?= torch==2.13.0
 HAS_GPU := $(shell command -v nvidia-smi >/dev/null 2>&1 && nvidia-smi -L >/dev/null 2>&1 && echo 1)
 
-.PHONY: setup demo test lint proto check-proto clean
+.PHONY: setup demo test lint proto check-proto clean wheel
 
 setup: $(STAMP)
 
-$(STAMP): pyproject.toml
+$(STAMP): pyproject.toml setup.py
 	$(PY) -m venv $(VENV)
 	@if [ -z "$(HAS_GPU)" ]; then echo "no GPU: installing torch's CPU build ($(TORCH_CPU))"; \
 	    $(BIN)/pip install -q $(TORCH_CPU); fi
 	$(BIN)/pip install -q -e ".[dev]"
-	@# an editable install leaves out the wheel's tuned_kernels.pth (TUNED_KERNELS=1 support): add it
-	cp tuned_kernels.pth "$$($(BIN)/python -c 'import sysconfig; print(sysconfig.get_paths()["purelib"])')/"
 	touch $(STAMP)
+
+# The tool's own wheel, for installing elsewhere or publishing beside bundle wheels (tuned-kernels index).
+wheel: $(STAMP)
+	$(BIN)/python -m build --wheel --no-isolation -o dist .
 
 demo: $(STAMP)
 	$(BIN)/python ci/demo.py

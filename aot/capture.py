@@ -40,13 +40,13 @@ def capture(output: str, command: Sequence[str]) -> CaptureReport:
     that succeeds recording nothing leaves a valid empty results file (as `pytest --tuned-kernels-dump`
     does); one that fails recording nothing leaves `output` as it was."""
     if not command:
-        raise TunedKernelsError("capture: give the program to run after --, e.g. -- python app.py")
+        raise TunedKernelsError("give the program to run after --, e.g. -- python app.py")
     format_for(output)  # a bad extension fails before the program runs
     if shutil.which(command[0]) is None:
-        raise TunedKernelsError(f"capture: cannot run {command[0]!r}: no such program")
+        raise TunedKernelsError(f"cannot run {command[0]!r}: no such program")
     path = Path(output).resolve()
     if path.is_dir():
-        raise TunedKernelsError(f"capture: -o {output} is a directory")
+        raise TunedKernelsError(f"-o {output} is a directory")
     work = path.with_name(f".capturing-{os.getpid()}-{path.name}")  # the same extension: the same format
     lock = Path(f"{work}.lock")
     inductor_cache = Path(tempfile.mkdtemp(prefix=".capturing-inductor-", dir=path.parent))

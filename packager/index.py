@@ -34,7 +34,7 @@ def write_index(dist: Path, out: Path) -> list[str]:
     """Copies every wheel of `dist` into `out/<project>/` and writes the project and root pages."""
     wheels = sorted(dist.glob("*.whl"))
     if not wheels:
-        raise BundleError(f"index: no wheels in {dist}")
+        raise BundleError(f"no wheels in {dist}")
     projects: dict[str, list[Path]] = {}
     for wheel in wheels:
         projects.setdefault(project_of(wheel), []).append(wheel)

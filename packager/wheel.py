@@ -150,7 +150,7 @@ def build_wheels(
     result_paths: Sequence[str], out_dir: Path, version: str, publisher: str = DEFAULT_PUBLISHER
 ) -> list[Path]:
     if not result_paths:
-        raise BundleError("build-wheel: no results files given")
+        raise BundleError("no results files given")
     results = [read_results(p) for p in result_paths]
     epoch = int(os.environ.get("SOURCE_DATE_EPOCH", "315532800"))
     written = []

@@ -406,6 +406,16 @@ BAD_COMMANDS = [
     "tune --corpus " + DOUBLING + " --seed-from {tmp}/missing.pb -o {tmp}/out.pb",
     "compile {tmp}/good.pb --target sm999 -o {tmp}/out.pb",
     "tune --corpus {tmp}/torch.py -o {tmp}/out.pb",
+    "coverage {tmp}/missing.pb -- true",
+    "coverage {tmp}/empty -- true",
+    "coverage {tmp}/good.pb",
+    "capture -o {tmp}/out.pb",
+    "tune --corpus " + DOUBLING + " --jobs 0 -o {tmp}/out.pb",
+    "tune --corpus " + DOUBLING + " --time-budget -1 -o {tmp}/out.pb",
+    "tune --corpus " + DOUBLING + " --shard 3/2 -o {tmp}/out.pb",
+    "tune --corpus " + DOUBLING + " --kernels nosuch -o {tmp}/out.pb",
+    "merge -o {tmp}/out.pb",
+    "no-such-command",
 ]
 
 

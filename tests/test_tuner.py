@@ -13,7 +13,7 @@ import pytest
 from tuned_kernels.aot.corpus import Case
 from tuned_kernels.aot.corpus_loader import load_corpus
 from tuned_kernels.aot.heuristics import heuristic_seeds
-from tuned_kernels.aot.progress import Progress, ProgressEvent, bar_line
+from tuned_kernels.aot.progress import Eta, Progress, ProgressEvent, bar_line
 from tuned_kernels.aot.tuner import TuneOptions, Tuner, work_items
 from tuned_kernels.hardware import target_for_arch
 
@@ -99,7 +99,7 @@ def test_progress_reports_each_config_the_best_so_far_and_each_finished_key(tmp_
         range(first_key[0].configs_total + 1)
     )
     finished = [e for e in events if e.summary is not None]
-    assert [e.index for e in finished] == [1, 2] and finished[-1].eta_s == 0
+    assert [e.index for e in finished] == [1, 2]
     last_config = first_key[-2]  # the planted benchmarker times both keys alike
     assert {e.best_time_ms for e in entries.values()} == {last_config.best_ms}
     assert {e.best.describe() for e in entries.values()} == {last_config.best}
@@ -113,7 +113,31 @@ def test_progress_reports_each_config_the_best_so_far_and_each_finished_key(tmp_
         and lines[0].startswith("[1/2] double n=100: best BLOCK=64 BUG=0")
         and "rejected" in lines[0]
     )
-    assert bar_line(first_key[2], 200).startswith("[") and "2/" in bar_line(first_key[2], 200)
+    assert lines[-1].endswith("ETA 0s")
+
+
+def test_the_progress_bar_fits_80_columns_counts_and_eta_first() -> None:
+    event = ProgressEvent(3, 12, "matmul_bias_act", "M=4096,N=14336,K=4096,dtype=bfloat16,ACTIVATION=silu",
+                          20, 76, "BLOCK_K=64 BLOCK_M=128 BLOCK_N=256 GROUP_M=8 warps=8 stages=3", 0.0123, 9.0)  # fmt: skip
+    line = bar_line(event, 80, 65.0)
+    assert len(line) <= 79
+    assert line.startswith("3/12 [#---------] 20/76 configs, ETA 1m05s matmul_bias_act M=4096")
+    assert line.endswith("…")  # the key is shortened, the best config dropped
+    assert bar_line(event, 200, 65.0).endswith("ACTIVATION=silu: best 0.0123 ms")
+
+
+def test_the_eta_comes_from_the_measured_rate_not_the_start_up() -> None:
+    """Start-up took 20 s before the first config was measured; then each config takes 0.5 s."""
+    eta = Eta()
+
+    def at(index: int, done: int, elapsed: float, summary: str | None = None) -> float | None:
+        return eta(ProgressEvent(index, 4, "k", "n=1", done, 10, None, None, elapsed, summary))
+
+    assert at(1, 0, 0.0) is None
+    assert at(1, 1, 20.0) is None  # one measurement: no rate yet
+    assert at(1, 3, 21.0) == pytest.approx(0.5 * (7 + 3 * 10))
+    assert at(1, 10, 24.5, "tuned") == pytest.approx(0.5 * 3 * 10)
+    assert at(4, 10, 39.5, "tuned") == 0.0
 
 
 def test_cases_whose_op_launches_another_familys_kernel_here_are_counted_not_tuned() -> None:

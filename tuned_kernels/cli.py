@@ -1,6 +1,7 @@
-"""The `tuned-kernels` command: parses arguments and calls one function per command.
+"""The `tuned-kernels` command line: one function per command, each with its help, description and examples.
 
-Errors of ours become one line on stderr and exit status 1, never a traceback.
+Errors of ours become one line on stderr and exit status 1 (a bad command line: status 2), never a
+traceback. Commands that report something take --json.
 """
 
 from __future__ import annotations
@@ -11,7 +12,7 @@ import json
 import os
 import sys
 from collections.abc import Sequence
-from typing import Any
+from typing import Any, NoReturn
 
 from tuned_kernels.errors import TunedKernelsError, one_line
 from tuned_kernels.timestamps import utc_now
@@ -44,7 +45,10 @@ def cmd_detect(args: argparse.Namespace) -> int:
     else:
         print(f"vendor       {target.vendor}")
         print(f"arch         {target.arch}")
-        print(f"device       {target.device_name or '-'} ({target.multiprocessor_count} multiprocessors)")
+        if target.arch == "cpu":
+            print("device       none: kernels run through Triton's interpreter")
+        else:
+            print(f"device       {target.device_name} ({target.multiprocessor_count} multiprocessors)")
         print(f"compiler     {compiler.describe()}, torch {compiler.torch_version}")
         print(f"triton hash  {compiler.triton_hash[:16]}")
         print(f"bundle       {distribution_name(target.arch)}")
@@ -76,7 +80,10 @@ def cmd_merge(args: argparse.Namespace) -> int:
         merged, moved = carry_over(merged, identities_in(args.carry_over))
         carried = f" ({moved} carried over to identity by source)"
     write_results(args.output, merged)
-    print(f"merged {len(inputs)} files, {len(merged.entries)} entries{carried} -> {args.output}")
+    if args.json:
+        print(json.dumps({"inputs": len(inputs), "entries": len(merged.entries), "output": args.output}))
+    else:
+        print(f"merged {len(inputs)} files, {len(merged.entries)} entries{carried} -> {args.output}")
     return 0
 
 
@@ -136,6 +143,9 @@ def cmd_compile(args: argparse.Namespace) -> int:
     results = read_results(args.results)
     compiled, report = compile_results(results, args.target, load_corpus(args.corpus))
     write_results(args.output, compiled)
+    if args.json:
+        print(json.dumps({**dataclasses.asdict(report), "target": args.target, "output": args.output}))
+        return 0
     print(
         f"compiled {report.compiled} kernels for {args.target} ({report.bytes} bytes), "
         f"{report.kept} already compiled, {len(report.skipped)} skipped -> {args.output}"
@@ -160,13 +170,34 @@ def cmd_capture(args: argparse.Namespace) -> int:
         said = f"captured {report.entries} tuning decisions of {len(report.kernels)} kernels -> {args.output}"
         said += f" ({', '.join(report.kernels)})"
     print(said, file=sys.stderr)
+    if args.json:
+        print(json.dumps({**dataclasses.asdict(report), "output": args.output}))
     return report.returncode
 
 
-def cmd_status(args: argparse.Namespace) -> int:
-    import tuned_kernels
+# what `status` shows of a registry's summary: the environment, not the counters of its own process
+ENVIRONMENT = (
+    "target",
+    "compiler",
+    "bundles_found",
+    "selected",
+    "rejected",
+    "entries",
+    "bundle_entries",
+    "overlay",
+    "problems",
+)
 
-    summary = tuned_kernels.stats()
+
+def cmd_status(args: argparse.Namespace) -> int:
+    import warnings
+
+    import tuned_kernels
+    from tuned_kernels.errors import TunedKernelsWarning
+
+    with warnings.catch_warnings():  # a rejected bundle's reason is a line below, not a warning beside it
+        warnings.simplefilter("ignore", TunedKernelsWarning)
+        summary = {k: v for k, v in tuned_kernels.stats().items() if k in ENVIRONMENT}
     if args.json:
         print(json.dumps(summary, indent=2))
         return 0
@@ -184,7 +215,8 @@ def cmd_status(args: argparse.Namespace) -> int:
     for kernel, count in overlay["entries_per_kernel"].items():
         print(f"  tuned    {kernel}: {count} keys")
     for problem in summary["problems"]:
-        print(f"problem    {problem}")
+        if not any(rejected["reason"] in problem for rejected in summary["rejected"]):  # said above
+            print(f"problem    {problem}")
     return 0
 
 
@@ -195,7 +227,11 @@ def cmd_coverage(args: argparse.Namespace) -> int:
 
     command = args.command_line[1:] if args.command_line[:1] == ["--"] else args.command_line
     if not command:
-        raise TunedKernelsError("coverage: give the program to run after --, e.g. -- pytest tests/")
+        raise TunedKernelsError("give the program to run after --, e.g. -- pytest tests/")
+    from tuned_kernels.results.locate import results_files_given
+
+    if not results_files_given([args.results]):
+        raise TunedKernelsError(f"{args.results}: no results file there (.pb.zst, .pb, .textproto, ...)")
     with tempfile.TemporaryDirectory(prefix="tuned-kernels-coverage-") as tmp:
         report = Path(tmp) / "report.jsonl"
         paths = [str(Path(args.results).resolve())]
@@ -236,7 +272,10 @@ def cmd_build_wheel(args: argparse.Namespace) -> int:
 
     from tuned_kernels.packager.wheel import build_wheels
 
-    for path in build_wheels(args.results, Path(args.output), args.version, args.name):
+    wheels = build_wheels(args.results, Path(args.output), args.version, args.name)
+    if args.json:
+        print(json.dumps([{"wheel": str(p), "bytes": p.stat().st_size} for p in wheels]))
+    for path in [] if args.json else wheels:
         print(f"built {path} ({path.stat().st_size} bytes)")
     return 0
 
@@ -247,25 +286,257 @@ def cmd_index(args: argparse.Namespace) -> int:
     from tuned_kernels.packager.index import write_index
 
     projects = write_index(Path(args.dist), Path(args.output))
-    print(f"indexed {', '.join(projects)} -> {args.output}/ (serve it; pip install --index-url URL/ NAME)")
+    if args.json:
+        print(json.dumps({"projects": projects, "output": args.output}))
+    else:
+        print(
+            f"indexed {', '.join(projects)} -> {args.output}/ (serve it; pip install --extra-index-url URL/ NAME)"
+        )
     return 0
 
 
+def cmd_doctor(args: argparse.Namespace) -> int:
+    from tuned_kernels.registry.doctor import checks, report, serving_works
+
+    found = checks()
+    if args.json:
+        print(json.dumps([dataclasses.asdict(c) for c in found], indent=2))
+    else:
+        print(report(found))
+    return 0 if serving_works(found) else 1
+
+
+class _Parser(argparse.ArgumentParser):
+    """Help shows each option's default; a bad command line is one line on stderr and exit status 2."""
+
+    def __init__(self, **kwargs: Any) -> None:
+        super().__init__(formatter_class=_Formatter, **kwargs)
+
+    def error(self, message: str) -> NoReturn:
+        self.exit(2, f"{self.prog}: {message} (see {self.prog} --help)\n")
+
+
+class _Formatter(argparse.RawDescriptionHelpFormatter):
+    """Descriptions and examples as written; an option's default shown where it has one worth saying."""
+
+    def _get_help_string(self, action: argparse.Action) -> str:
+        text = action.help or ""
+        default = action.default
+        if default in (None, False, [], argparse.SUPPRESS) or action.required or "%(default)" in text:
+            return text
+        return f"{text} (default: {'/'.join(map(str, default)) if isinstance(default, tuple) else default})"
+
+
+def _command(sub: Any, name: str, summary: str, description: str, examples: str, func: Any) -> Any:
+    """A subcommand with its one-line summary (in the top-level list), its description and examples."""
+    p = sub.add_parser(
+        name,
+        help=summary,
+        description=f"{summary[0].upper()}{summary[1:]}.\n\n{description}",
+        epilog=f"examples:\n{examples}",
+    )
+    p.set_defaults(func=func)
+    return p
+
+
+def _json(p: Any, what: str = "the result") -> None:
+    p.add_argument("--json", action="store_true", help=f"print {what} as JSON on stdout")
+
+
+def _positive_int(text: str) -> int:
+    value = int(text)
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"must be 1 or more, got {value}")
+    return value
+
+
+def _positive_seconds(text: str) -> float:
+    value = float(text)
+    if not value > 0:
+        raise argparse.ArgumentTypeError(f"must be more than 0 seconds, got {text}")
+    return value
+
+
 def _add_inspection_commands(sub: Any) -> None:
-    """What is here: the machine, results files, this process's bundles."""
-    p = sub.add_parser("detect", help="show this machine's target and compiler fingerprint")
-    p.add_argument("--json", action="store_true")
-    p.add_argument("--expect", metavar="ARCH", help="fail unless this machine is ARCH (CI runner check)")
-    p.set_defaults(func=cmd_detect)
+    """What is here: the machine, this environment, results files."""
+    p = _command(
+        sub,
+        "doctor",
+        "check that serving can work here (paste it into a bug report)",
+        "Versions, the target, whether TUNED_KERNELS=1 takes effect in this Python (the autoload hook),\n"
+        "bundles found, selected and rejected (with reasons), the overlay cache and whether it is\n"
+        "writable, Triton's cache, the C compiler Triton builds launchers with, and the TUNED_KERNELS*\n"
+        "variables set. Exits 1 when serving cannot work here.",
+        "  tuned-kernels doctor\n  tuned-kernels doctor --json",
+        cmd_doctor,
+    )
+    _json(p, "the checks")
 
-    p = sub.add_parser("inspect", help="show a results file: kernels, keys, best configs, target, compiler")
-    p.add_argument("file")
-    p.add_argument("--json", action="store_true")
-    p.set_defaults(func=cmd_inspect)
+    p = _command(
+        sub,
+        "detect",
+        "show this machine's target and compiler fingerprint",
+        "The vendor, the arch bundles are built for (sm90, gfx942, ...; cpu without a GPU), the device, the\n"
+        "compiler fingerprint bundles are matched on, and the name of the bundle wheel that fits.",
+        "  tuned-kernels detect\n"
+        "  tuned-kernels detect --expect sm90    # in CI: fail on a runner that is not an H100-class GPU",
+        cmd_detect,
+    )
+    _json(p, "the target and compiler")
+    p.add_argument("--expect", metavar="ARCH", help="exit 1 unless this machine is ARCH (a CI runner check)")
 
-    p = sub.add_parser("merge", help="join results files (e.g. shards); the faster entry wins per key")
-    p.add_argument("inputs", nargs="+")
-    p.add_argument("-o", "--output", required=True)
+    p = _command(
+        sub,
+        "status",
+        "show the bundles this environment serves from and the overlay",
+        "Bundles found, those selected for this GPU and compiler (with their entries), those rejected\n"
+        "(with the reason), and what the per-user overlay holds per kernel.",
+        "  tuned-kernels status\n  TUNED_KERNELS_PATH=mine.pb.zst tuned-kernels status --json",
+        cmd_status,
+    )
+    _json(p, "the bundles and overlay")
+
+    p = _command(
+        sub,
+        "inspect",
+        "show a results file: kernels, keys, best configs, target, compiler",
+        "Any results file or bundle (.textproto, .pb, .binpb, each optionally .zst): its target and\n"
+        "compiler, how its kernels are identified, and per key the best config, its time and the configs\n"
+        "rejected (with why).",
+        "  tuned-kernels inspect app.pb.zst\n  tuned-kernels inspect app.pb.zst --json | jq .entries",
+        cmd_inspect,
+    )
+    p.add_argument("file", help="the results file or bundle")
+    _json(p, "the file's contents")
+
+
+def _add_tuning_commands(sub: Any) -> None:
+    """Producing results: tuning a corpus, capturing a program, compiling for a target."""
+    p = _command(
+        sub,
+        "capture",
+        "run a program and record every autotuning decision it makes",
+        "Runs COMMAND unchanged and records each tuning decision of its @triton.autotune kernels (and\n"
+        "torch.compile max-autotune's GEMM choices and kernel configs) into -o, with the compiled\n"
+        "kernels on a GPU. A program that records nothing leaves an empty file; one that fails\n"
+        "recording nothing leaves -o as it was. Exits with the program's status.",
+        "  tuned-kernels capture -o app.pb.zst -- python app.py\n"
+        "  tuned-kernels capture -o suite.pb.zst -- pytest -x tests/",
+        cmd_capture,
+    )
+    p.add_argument("-o", "--output", required=True, metavar="FILE", help="the results file to write")
+    _json(p, "what was captured")
+    p.add_argument(
+        "command_line", nargs=argparse.REMAINDER, metavar="-- COMMAND ...", help="the program to run"
+    )
+
+    p = _command(
+        sub,
+        "tune",
+        "tune a kernel corpus on this machine's target",
+        "For each key of each kernel family, every config is compiled, checked against the family's\n"
+        "reference (a config that fails to compile, run or match is rejected, with the reason) and\n"
+        "timed; the winner, and on a GPU its compiled kernel, goes to -o. Uses every visible GPU.\n"
+        "--shard I/N splits the keys across machines; merge the parts afterwards.",
+        "  tuned-kernels tune --shapes full -o sm90.pb.zst\n"
+        "  tuned-kernels tune --corpus my_corpus.py -o mine.pb.zst --time-budget 600\n"
+        "  tuned-kernels tune --shapes full --shard 0/4 -o part0.pb.zst   # then: merge part*.pb.zst -o all.pb.zst",
+        cmd_tune,
+    )
+    p.add_argument(
+        "--corpus", default="builtin", help="builtin, package.module:NAME or path/to/file.py[:NAME]"
+    )
+    p.add_argument(
+        "--shapes", default="quick", help="the families' shape set: quick (CPU, CI) or full (GPU runners)"
+    )
+    p.add_argument(
+        "--kernels", action="append", metavar="FAMILY", help="only this family (repeatable); default: every family"
+    )
+    p.add_argument("-o", "--output", required=True, metavar="FILE", help="the results file to write")
+    p.add_argument(
+        "--shard", type=_shard, default=(0, 1), metavar="I/N", help="tune slice I of N (I from 0) of the keys: one machine of N"
+    )
+    p.add_argument("--resume", action="store_true", help="keep the output's finished keys, tune the rest")
+    p.add_argument(
+        "--jobs",
+        type=_positive_int,
+        default=os.cpu_count() or 1,
+        help="threads compiling the next key's configs while this one is timed (GPU targets)",
+    )
+    p.add_argument(
+        "--time-budget",
+        type=_positive_seconds,
+        default=None,
+        metavar="SECONDS",
+        help="stop starting new keys after this long (finished keys are kept); default: no limit",
+    )
+    p.add_argument(
+        "--strategy",
+        choices=("exhaustive", "seeded"),
+        default="exhaustive",
+        help="time every config, or first the configs that won nearby keys (--seed-from) and the "
+        "family's heuristic seeds, stopping early",
+    )
+    p.add_argument(
+        "--seed-from",
+        action="append",
+        metavar="RESULTS",
+        help="earlier results (file or folder) whose winners seed --strategy seeded (repeatable)",
+    )
+    p.add_argument(
+        "--artifacts",
+        choices=("none", "winners", "all"),
+        default="winners",
+        help="which configs' compiled kernels to keep: each key's winner, every valid config, or none",
+    )
+    _json(p, "a summary")
+
+    p = _command(
+        sub,
+        "compile",
+        "compile a results file's winners for a GPU target, on any machine",
+        "Rebuilds each entry's launch from the corpus and compiles its winning config for --target (no\n"
+        "GPU needed), keeping the compiled kernels in -o so serving compiles nothing. Results of another\n"
+        "Triton are refused.",
+        "  tuned-kernels compile sm90.pb.zst --target sm90a -o sm90a.pb.zst",
+        cmd_compile,
+    )
+    p.add_argument("results", help="the results file whose winners to compile")
+    p.add_argument("--target", required=True, help="sm80, sm90, sm90a, sm100, gfx90a, gfx942, ...")
+    p.add_argument("--corpus", default="builtin", help="the corpus whose cases launch the entries' keys")
+    p.add_argument("-o", "--output", required=True, metavar="FILE", help="the results file to write")
+    _json(p, "a summary")
+
+    p = _command(
+        sub,
+        "coverage",
+        "run a program with these results and list every key that missed",
+        "Runs COMMAND (your test suite, a benchmark) serving from RESULTS only, then lists each kernel\n"
+        "key no bundle held: what to capture or tune next. Exits with the program's status.",
+        "  tuned-kernels coverage app.pb.zst -- pytest tests/",
+        cmd_coverage,
+    )
+    p.add_argument("results", help="a results file, bundle, or folder of them")
+    _json(p, "hits and misses")
+    p.add_argument(
+        "command_line", nargs=argparse.REMAINDER, metavar="-- COMMAND ...", help="the program to run"
+    )
+
+
+def _add_packaging_commands(sub: Any) -> None:
+    """Shipping results: joining them, wheels, indexes, compiler bumps."""
+    p = _command(
+        sub,
+        "merge",
+        "join results files; the faster entry wins per key",
+        "Joins shards of one tune, or captures of several programs, into one file. Files of different\n"
+        "targets or compilers are refused unless --allow-mixed.",
+        "  tuned-kernels merge part*.pb.zst -o sm90.pb.zst\n"
+        "  tuned-kernels merge old.pb.zst -o new.pb.zst --carry-over app   # files made before identity by source",
+        cmd_merge,
+    )
+    p.add_argument("inputs", nargs="+", metavar="RESULTS", help="results files to join")
+    p.add_argument("-o", "--output", required=True, metavar="FILE", help="the results file to write")
     p.add_argument("--allow-mixed", action="store_true", help="merge files of different targets or compilers")
     p.add_argument(
         "--carry-over",
@@ -275,83 +546,72 @@ def _add_inspection_commands(sub: Any) -> None:
         help="move entries of files made before identity by source to the kernels MODULE defines, as they are "
         "identified now, so they survive edits above the kernels (repeatable; run where MODULE imports)",
     )
-    p.set_defaults(func=cmd_merge)
+    _json(p, "a summary")
 
-    p = sub.add_parser("status", help="bundles found, selected, rejected; overlay; hits and misses")
-    p.add_argument("--json", action="store_true")
-    p.set_defaults(func=cmd_status)
-
-
-def _add_tuning_commands(sub: Any) -> None:
-    """Producing results: tuning a corpus, capturing a program, compiling for a target."""
-    p = sub.add_parser("tune", help="tune a kernel corpus on this machine's target")
-    p.add_argument(
-        "--corpus", default="builtin", help="builtin, package.module:NAME or path/to/file.py[:NAME]"
+    p = _command(
+        sub,
+        "build-wheel",
+        "bundle results into one wheel per GPU target: NAME-<arch>",
+        "One reproducible wheel per target (tuned-kernels-sm90, ...), holding one bundle per compiler\n"
+        "version. It declares no dependency on triton, so installing it never changes the user's Triton;\n"
+        "at run time the bundle of the installed compiler is selected.",
+        "  tuned-kernels build-wheel sm90.pb.zst -o dist/\n"
+        "  tuned-kernels build-wheel mine.pb.zst -o dist/ --name acme-tuned --version 1.2",
+        cmd_build_wheel,
     )
-    p.add_argument("--shapes", default="quick", help="shape set: quick (CPU/CI) or full (GPU runners)")
-    p.add_argument("--kernels", action="append", help="only these families (repeatable)")
-    p.add_argument("-o", "--output", required=True)
-    p.add_argument("--shard", type=_shard, default=(0, 1), metavar="I/N")
-    p.add_argument("--resume", action="store_true", help="keep the output's finished keys, tune the rest")
-    p.add_argument("--jobs", type=int, default=os.cpu_count() or 1, help="compile threads (GPU targets)")
-    p.add_argument("--time-budget", type=float, default=None, metavar="SECONDS")
-    p.add_argument("--strategy", choices=("exhaustive", "seeded"), default="exhaustive")
-    p.add_argument("--seed-from", action="append", metavar="RESULTS", help="earlier results to seed from")
-    p.add_argument(
-        "--artifacts",
-        choices=("none", "winners", "all"),
-        default="winners",
-        help="keep the compiled kernels of each key's winner (default), of every valid config, or none",
-    )
-    p.add_argument("--json", action="store_true", help="print a JSON summary at the end")
-    p.set_defaults(func=cmd_tune)
-
-    p = sub.add_parser("compile", help="compile a results file's winners for a GPU target, on any machine")
-    p.add_argument("results")
-    p.add_argument("--target", required=True, help="sm80, sm90, sm90a, sm100, gfx90a, gfx942 ...")
-    p.add_argument("--corpus", default="builtin", help="the corpus whose cases launch the entries' keys")
-    p.add_argument("-o", "--output", required=True)
-    p.set_defaults(func=cmd_compile)
-
-    p = sub.add_parser("capture", help="run a program and record its autotuning decisions")
-    p.add_argument("-o", "--output", required=True)
-    p.add_argument("command_line", nargs=argparse.REMAINDER, metavar="-- COMMAND ...")
-    p.set_defaults(func=cmd_capture)
-
-    p = sub.add_parser("coverage", help="run a program with these results; list every key that missed")
-    p.add_argument("results", help="a results file, bundle, or directory of them")
-    p.add_argument("--json", action="store_true")
-    p.add_argument("command_line", nargs=argparse.REMAINDER, metavar="-- COMMAND ...")
-    p.set_defaults(func=cmd_coverage)
-
-
-def _add_packaging_commands(sub: Any) -> None:
-    """Shipping results: wheels, indexes, compiler bumps."""
-    p = sub.add_parser("build-wheel", help="bundle results into one wheel per target: NAME-<arch>")
-    p.add_argument("results", nargs="+")
-    p.add_argument("-o", "--output", default="dist")
+    p.add_argument("results", nargs="+", help="results files (any targets and compilers)")
+    p.add_argument("-o", "--output", default="dist", metavar="DIR", help="where the wheels go")
     p.add_argument("--name", default="tuned-kernels", help="the publisher's name: wheels are NAME-<arch>")
-    p.add_argument("--version", default="0.1.0", help="the bundle wheel's version (PEP 440)")
-    p.set_defaults(func=cmd_build_wheel)
+    p.add_argument("--version", default="0.1.0", help="the bundle wheels' version (PEP 440)")
+    _json(p, "the wheels built")
 
-    p = sub.add_parser("index", help="write a PEP 503 simple index of the wheels in a directory")
-    p.add_argument("dist")
-    p.add_argument("-o", "--output", default="simple")
-    p.set_defaults(func=cmd_index)
+    p = _command(
+        sub,
+        "index",
+        "write a PEP 503 simple index of the wheels in a folder",
+        "Copies every wheel of DIST into OUT/<project>/ with sha256 fragments; serve OUT from any static\n"
+        "host. Put the tuned-kernels wheel itself beside the bundles (pip wheel --no-deps -w dist .) so\n"
+        "that pip install --extra-index-url URL tuned-kernels-<arch> finds everything it needs.",
+        "  tuned-kernels index dist/ -o site/simple/\n"
+        "  pip install --extra-index-url https://example.com/simple/ tuned-kernels-sm90",
+        cmd_index,
+    )
+    p.add_argument("dist", help="the folder holding the wheels")
+    p.add_argument("-o", "--output", default="simple", metavar="OUT", help="where the index goes")
+    _json(p, "the projects indexed")
 
-    p = sub.add_parser("newer-compilers", help="Triton releases newer than every given bundle's compiler")
-    p.add_argument("results", nargs="+", help="results files, bundles or directories holding them")
+    p = _command(
+        sub,
+        "newer-compilers",
+        "list Triton releases newer than every given bundle's compiler",
+        "What a compiler-bump job rebuilds: the Triton releases on PyPI (or in a saved JSON file) newer\n"
+        "than the newest compiler any given bundle was built with.",
+        "  tuned-kernels newer-compilers dist/ --json",
+        cmd_newer_compilers,
+    )
+    p.add_argument("results", nargs="+", help="results files, bundles or folders holding them")
     p.add_argument("--releases", default="https://pypi.org/pypi/{name}/json", help="PyPI JSON URL or file")
     p.add_argument("--pre", action="store_true", help="include pre-releases")
-    p.add_argument("--json", action="store_true")
-    p.set_defaults(func=cmd_newer_compilers)
+    _json(p, "the releases")
 
 
 def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(
-        prog="tuned-kernels", description=__doc__.splitlines()[0] if __doc__ else ""
+    from tuned_kernels.version import TOOL_VERSION
+
+    parser = _Parser(
+        prog="tuned-kernels",
+        description="Ahead-of-time tuned Triton kernels: capture or tune the configs your kernels autotune, ship\n"
+        "them as a wheel per GPU and compiler, and serve them at run time with no benchmarking.",
+        epilog="a first run:\n"
+        "  tuned-kernels capture -o app.pb.zst -- python app.py      # record what app.py tunes\n"
+        "  TUNED_KERNELS=1 TUNED_KERNELS_PATH=app.pb.zst python app.py   # served: nothing benchmarked\n"
+        "  tuned-kernels doctor                                      # what is set up here\n\n"
+        "tuned-kernels COMMAND --help says more about each command.",
     )
-    sub = parser.add_subparsers(dest="command", required=True)
+    parser.add_argument(
+        "--version", action="version", version=f"tuned-kernels {TOOL_VERSION}", help="show the version and exit"
+    )
+    sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND", parser_class=_Parser)
     _add_inspection_commands(sub)
     _add_tuning_commands(sub)
     _add_packaging_commands(sub)
@@ -360,7 +620,7 @@ def build_parser() -> argparse.ArgumentParser:
 
 def main(argv: Sequence[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
-    if args.command in ("tune", "capture", "status"):
+    if args.command in ("tune", "capture", "status", "coverage", "doctor"):
         from tuned_kernels.hardware.probe import interpret_without_gpu
 
         interpret_without_gpu()

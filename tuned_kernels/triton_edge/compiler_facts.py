@@ -30,3 +30,19 @@ def backend_hash(backend: str, arch: int | str, warp_size: int) -> str:
         return str(make_backend(gpu_target(backend, arch, warp_size)).hash())
     except Exception as exc:  # a backend whose tools are missing still gets a stable, explicit fingerprint
         return f"unavailable:{arch}:{type(exc).__name__}"
+
+
+def triton_cache_dir() -> str:
+    """Where Triton keeps compiled kernels and host modules (TRITON_CACHE_DIR, else ~/.triton/cache)."""
+    from triton import knobs
+
+    return str(knobs.cache.dir)
+
+
+def c_compiler() -> str | None:
+    """The C compiler Triton builds its host modules and launchers with, found as Triton finds it (CC,
+    else clang, else gcc); None when there is none."""
+    import os
+    import shutil
+
+    return os.environ.get("CC") or shutil.which("clang") or shutil.which("gcc")

@@ -35,3 +35,8 @@ def defined_before_interpreting(kernel: object) -> bool:
             return False
         layer = getattr(layer, "fn", None)
     return True
+
+
+def turned_on_here() -> bool:
+    """Whether this process turned the interpreter on itself, for want of a GPU (not the user's setting)."""
+    return _turned_on_here
