@@ -34,7 +34,9 @@ def _cli(*args: str, **env: str) -> subprocess.CompletedProcess[str]:
 def test_every_command_has_a_description_an_example_help_on_every_option_and_json(name: str) -> None:
     parser = _commands()[name]
     assert parser.description and "\n\n" in parser.description  # a summary, then what it does
-    assert parser.epilog and parser.epilog.startswith("examples:") and f"tuned-kernels {name}" in parser.epilog
+    assert (
+        parser.epilog and parser.epilog.startswith("examples:") and f"tuned-kernels {name}" in parser.epilog
+    )
     unexplained = [a.dest for a in parser._actions if not a.help and not isinstance(a, argparse._HelpAction)]
     assert unexplained == []
     assert "--json" in parser._option_string_actions
@@ -53,7 +55,9 @@ def test_doctor_says_what_is_set_up_here_and_passes_on_a_machine_that_can_serve(
     out = _cli("doctor", "--json", TUNED_KERNELS_CACHE_DIR=str(tmp_path / "cache"))
     assert out.returncode == 0, out.stdout + out.stderr
     checks = {c["name"]: c for c in json.loads(out.stdout)}
-    assert {"versions", "autoload", "target", "compiler", "overlay", "C compiler", "environment"} <= set(checks)
+    assert {"versions", "autoload", "target", "compiler", "overlay", "C compiler", "environment"} <= set(
+        checks
+    )
     assert f"tuned-kernels {TOOL_VERSION}" in checks["versions"]["detail"]
     assert checks["target"]["detail"].startswith("cpu")
     assert checks["bundles"]["status"] == "warn"  # none selected: misses are tuned here, serving still works

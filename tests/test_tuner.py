@@ -117,8 +117,9 @@ def test_progress_reports_each_config_the_best_so_far_and_each_finished_key(tmp_
 
 
 def test_the_progress_bar_fits_80_columns_counts_and_eta_first() -> None:
-    event = ProgressEvent(3, 12, "matmul_bias_act", "M=4096,N=14336,K=4096,dtype=bfloat16,ACTIVATION=silu",
-                          20, 76, "BLOCK_K=64 BLOCK_M=128 BLOCK_N=256 GROUP_M=8 warps=8 stages=3", 0.0123, 9.0)  # fmt: skip
+    key = "M=4096,N=14336,K=4096,dtype=bfloat16,ACTIVATION=silu"
+    best = "BLOCK_K=64 BLOCK_M=128 BLOCK_N=256 GROUP_M=8 warps=8 stages=3"
+    event = ProgressEvent(3, 12, "matmul_bias_act", key, 20, 76, best, 0.0123, 9.0)
     line = bar_line(event, 80, 65.0)
     assert len(line) <= 79
     assert line.startswith("3/12 [#---------] 20/76 configs, ETA 1m05s matmul_bias_act M=4096")

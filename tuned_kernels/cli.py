@@ -450,11 +450,18 @@ def _add_tuning_commands(sub: Any) -> None:
         "--shapes", default="quick", help="the families' shape set: quick (CPU, CI) or full (GPU runners)"
     )
     p.add_argument(
-        "--kernels", action="append", metavar="FAMILY", help="only this family (repeatable); default: every family"
+        "--kernels",
+        action="append",
+        metavar="FAMILY",
+        help="only this family (repeatable); default: every family",
     )
     p.add_argument("-o", "--output", required=True, metavar="FILE", help="the results file to write")
     p.add_argument(
-        "--shard", type=_shard, default=(0, 1), metavar="I/N", help="tune slice I of N (I from 0) of the keys: one machine of N"
+        "--shard",
+        type=_shard,
+        default=(0, 1),
+        metavar="I/N",
+        help="tune slice I of N (I from 0) of the keys: one machine of N",
     )
     p.add_argument("--resume", action="store_true", help="keep the output's finished keys, tune the rest")
     p.add_argument(
@@ -609,7 +616,10 @@ def build_parser() -> argparse.ArgumentParser:
         "tuned-kernels COMMAND --help says more about each command.",
     )
     parser.add_argument(
-        "--version", action="version", version=f"tuned-kernels {TOOL_VERSION}", help="show the version and exit"
+        "--version",
+        action="version",
+        version=f"tuned-kernels {TOOL_VERSION}",
+        help="show the version and exit",
     )
     sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND", parser_class=_Parser)
     _add_inspection_commands(sub)
