@@ -16,6 +16,7 @@ cd /tmp  # the source tree's tuned_kernels/ must not shadow the installed packag
 nvidia-smi --query-gpu=name,driver_version --format=csv,noheader
 python3 -c "import torch, triton; print('torch', torch.__version__, 'triton', triton.__version__)"
 python3 -m tuned_kernels detect --json > "$OUT/detect.json"
+python3 -m tuned_kernels doctor | tee "$OUT/doctor.txt"
 if [[ ,$STEPS, == *,tests,* ]]; then
   TUNED_KERNELS_GPU_TESTS=1 python3 -m pytest -q -p no:cacheprovider --import-mode=importlib "$REPO/tests/test_gpu.py" 2>&1 | tail -25
 fi

@@ -407,7 +407,6 @@ BAD_COMMANDS = [
     "compile {tmp}/good.pb --target sm999 -o {tmp}/out.pb",
     "tune --corpus {tmp}/torch.py -o {tmp}/out.pb",
     "coverage {tmp}/missing.pb -- true",
-    "coverage {tmp}/empty -- true",
     "coverage {tmp}/good.pb",
     "capture -o {tmp}/out.pb",
     "tune --corpus " + DOUBLING + " --jobs 0 -o {tmp}/out.pb",
