@@ -1,4 +1,4 @@
-"""Per-call cost of an ImplementationChoice on a hit (issue 16: at most ~2 us), beside the bare call of the
+"""Per-call cost of an ImplementationChoice on a hit (goal: at most ~2 us), beside the bare call of the
 implementation, on this machine's CPU: `python benchmarks/choice_dispatch.py`."""
 
 from __future__ import annotations

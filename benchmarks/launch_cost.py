@@ -1,4 +1,4 @@
-"""Host time to issue one matmul call, per path (issue 16 item 2: the launch is as long as a decode GEMM):
+"""Host time to issue one matmul call, per path (the launch is as long as a decode GEMM):
 torch.matmul, the Triton matmul at M = 16 (split-K kernel) and M = 256 (on Hopper the copy engine's kernel,
 else the tile kernel), ops.matmul; then where the Triton matmul's time goes at each M (cProfile, top
 functions by own time). One process:

@@ -1,5 +1,5 @@
-"""The Triton matmul and `ops.matmul` against torch.matmul (cuBLAS) on every full-matmul key (issue 16 item
-2), one process, a bundle serving the kernels' configs and the recorded choices:
+"""The Triton matmul and `ops.matmul` against torch.matmul (cuBLAS) on every full-matmul key, one process, a
+bundle serving the kernels' configs and the recorded choices:
 `TUNED_KERNELS_PATH=benchmarks/matmul-full-h100-triton3.6.0.pb.zst python benchmarks/matmul_keys.py [OUT]`.
 
 Per key (84: fp16 and bf16, six Llama-3 (N, K) pairs, M from 1 to 8192): device time (`do_bench` medians, L2

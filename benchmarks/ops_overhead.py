@@ -1,5 +1,5 @@
-"""`ops.matmul` as shipped against `torch.matmul` on the decode-sized keys where per-call Python cost shows
-(issue 16 item 2), one process, CUDA-event medians (`triton.testing.do_bench`), the committed full-matmul
+"""`ops.matmul` as shipped against `torch.matmul` on the decode-sized keys where per-call Python cost shows:
+one process, CUDA-event medians (`triton.testing.do_bench`), the committed full-matmul
 bundle serving the implementation choice: `TUNED_KERNELS_PATH=benchmarks/matmul-full-h100-triton3.6.0.pb.zst
 python benchmarks/ops_overhead.py`."""
 

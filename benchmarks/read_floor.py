@@ -1,4 +1,4 @@
-"""The memory floor of a decode matmul (issue 16 item 2): a kernel that only reads B, the (K, N) operand every
+"""The memory floor of a decode matmul: a kernel that only reads B, the (K, N) operand every
 implementation must read whole, timed like the matmuls beside it. With few rows a matmul moves B and little
 else, so no implementation can run much faster than this read; cuBLAS's time over it is the most a Triton
 kernel could gain on that key. The floor is the fastest of a few read configs (column block, K block, K

@@ -1,33 +1,33 @@
 """Every performance claim in one command (stdlib + project only): `python benchmarks/run.py --json OUT`.
 
 Steps (each a fresh process where start-up is measured; ratios from one run):
-  tune     P4: `tuned-kernels tune` exhaustive and seeded on the workload (benchmarks/workload.py)
-  cold     P1 / issue 5: time to first results of the workload: no caches / Triton's warm caches / our
+  tune     `tuned-kernels tune` exhaustive and seeded on the workload (benchmarks/workload.py)
+  cold     time to first results of the workload: no caches / Triton's warm caches / our
            bundle only (wheel installed, empty TRITON_CACHE_DIR), with compilations and configs benchmarked
            counted through Triton's own hooks
-  hot      P2: per-launch time of a tiny autotuned kernel, tuned-kernels enabled vs not
-  quality  P3: every config re-measured now in one process: shipped winner and seeded winner vs the best
+  hot      per-launch time of a tiny autotuned kernel, tuned-kernels enabled vs not
+  quality  every config re-measured now in one process: shipped winner and seeded winner vs the best
            now; matmul vs torch.matmul (cuBLAS), fp16 and bf16
-  load     P5: a synthetic 100k-entry bundle: load + first look-up (also runs without a GPU)
+  load     a synthetic 100k-entry bundle: load + first look-up (also runs without a GPU)
   size     bytes per entry with and without compiled kernels
-  scaling  P6: the full matmul keys tuned for --scaling-budget seconds on one GPU, then on every visible GPU:
+  scaling  the full matmul keys tuned for --scaling-budget seconds on one GPU, then on every visible GPU:
            keys per second, with the merged report's figures (needs 2 GPUs; `--steps scaling`)
-  programs P7: real programs (ours, fla-core's norm, liger-kernel's DyT and SwiGLU): whole process with no
+  programs real programs (ours, fla-core's norm, liger-kernel's DyT and SwiGLU): whole process with no
            caches / Triton's warm caches / only the bundle `tuned-kernels capture` made, with and without
            the warm-up (TUNED_KERNELS_WARMUP=0), fresh processes, alternating, with kernels compiled counted
            (`--steps programs`, `--programs` to run some)
-  matmul-tune  the full-matmul bundle for P9: the committed one's split-K entries (M <= 64) kept, the
+  matmul-tune  the full-matmul bundle for `choices`: the committed one's split-K entries (M <= 64) kept, the
            kernel triton_matmul runs for M > 64 on this GPU (the copy engine's on Hopper, else the tile
            kernel) and ops.matmul's choice (all 84 keys, launch-inclusive) tuned into
            WORK/matmul-full.pb.zst (`--steps matmul-tune`, then commit it as the committed bundle)
   choice-tune  the same with every kernel entry of the committed bundle kept: only ops.matmul's 84
            choices tuned again (after a change to the Triton matmul's launch cost) (`--steps choice-tune`)
-  choices  P9: the Triton matmul and ops.matmul vs torch.matmul (cuBLAS) on all 84 full-matmul keys, device
+  choices  the Triton matmul and ops.matmul vs torch.matmul (cuBLAS) on all 84 full-matmul keys, device
            time, kernel alone and launch-inclusive, on decode keys a read of B beside them (the memory
            floor, benchmarks/read_floor.py), the choice each timing makes and the one recorded; WORK's
            matmul-full.pb.zst serving if a matmul-tune made one, else the committed bundle (`--steps
            choices`; benchmarks/matmul_keys.py)
-  inductor P8: torch.compile on the GPU, a 2-block MLP and 4 Llama-style decoder blocks (fp16, 512 tokens):
+  inductor torch.compile on the GPU, a 2-block MLP and 4 Llama-style decoder blocks (fp16, 512 tokens):
            first call with max-autotune and no caches / max-autotune, Inductor's and Triton's warm caches /
            max-autotune with only the bundle `tuned-kernels capture` made (empty caches) / default mode, no
            caches; fresh processes, alternating; GEMM autotunings counted, steady-state ms per step; and the
@@ -381,14 +381,14 @@ def _compiled_and_wall(run: tuple[float, str]) -> dict[str, float]:
 
 
 def table(r: dict[str, Any]) -> str:
-    lines = ["| id | what | measured | goal | met |", "|---|---|---|---|---|"]
+    lines = ["| step | what | measured | goal | met |", "|---|---|---|---|---|"]
 
     def row(pid: str, what: str, measured: str, goal: str, met: bool | None) -> None:
         lines.append(
             f"| {pid} | {what} | {measured} | {goal} | {'-' if met is None else 'yes' if met else 'NO'} |"
         )
 
-    if "ops_vs_cublas_device" in r.get("choices", {}):  # session 8's file had decode keys only
+    if "ops_vs_cublas_device" in r.get("choices", {}):  # older files had decode keys only
         c = r["choices"]
         goals = {
             "ops": ("≥ 0.97 every key, ≥ 1.02 geomean", lambda x: x["min"] >= 0.97 and x["geomean"] >= 1.02),
@@ -409,7 +409,7 @@ def table(r: dict[str, Any]) -> str:
             goal, met = goals[impl]
             x = c[f"{impl}_vs_cublas_{field}"]
             row(
-                "P9",
+                "choices",
                 f"{'ops.matmul' if impl == 'ops' else 'Triton matmul'} vs cuBLAS, {field}, {c['keys']} keys "
                 f"(bundle {c['bundle']}): geomean / min / decode min",
                 f"{x['geomean']:.3f} / {x['min']:.3f} / {x['decode_min']:.3f}",
@@ -419,7 +419,7 @@ def table(r: dict[str, Any]) -> str:
         if "cublas_vs_read_floor" in c:
             floor = c["cublas_vs_read_floor"]
             row(
-                "P9",
+                "choices",
                 "how far any kernel could go: cuBLAS vs a read of B, decode keys (geomean / max); per key "
                 "cuBLAS over the faster of the two / over the fastest timed, floor included (geomean)",
                 f"{floor['decode_geomean']:.3f} / {floor['decode_max']:.3f}; "
@@ -435,7 +435,7 @@ def table(r: dict[str, Any]) -> str:
         step = {k: statistics.median(x["step_ms"] for x in m[k]) for k in ("warm_caches", "bundle_only")}
         benchmarked = max(x["gemm_choices_benchmarked"] for x in m["bundle_only"])
         row(
-            "P8",
+            "inductor",
             f"torch.compile {name}: first call, max-autotune no caches / warm / bundle only; default no caches",
             f"{m['no_caches']['first_call_s']:.1f} s ({m['no_caches']['gemm_choices_benchmarked']} GEMM choices "
             f"timed) / {first['warm_caches']:.2f} s / {first['bundle_only']:.2f} s ({benchmarked}) / "
@@ -448,7 +448,7 @@ def table(r: dict[str, Any]) -> str:
         )
         if "new_shape_bundle" in m:
             n = m["new_shape_bundle"]
-            row("P8", f"{name} + one new layer shape, bundle only: GEMM autotunings", str(n["gemm_autotunings"]),
+            row("inductor", f"{name} + one new layer shape, bundle only: GEMM autotunings", str(n["gemm_autotunings"]),
                 "1", n["gemm_autotunings"] == 1)  # fmt: skip
     for name, p in r.get("programs", {}).items():
         warm = statistics.median(x["wall_s"] for x in p["triton_warm"])
@@ -461,7 +461,7 @@ def table(r: dict[str, Any]) -> str:
             else ""
         )
         row(
-            "P7",
+            "programs",
             f"{name}: whole process, no caches / Triton warm / bundle only (compiled)",
             f"{p['no_caches']['wall_s']:.2f} s ({p['no_caches']['compiled']:.0f}) / {warm:.2f} s "
             f"({warm_compiled:.0f}) / {bundle:.2f} s ({compiled:.0f}) = {bundle / warm:.3f}x warm{no_warmup}",
@@ -476,12 +476,12 @@ def table(r: dict[str, Any]) -> str:
         none = c["no_caches"]
         a = none["wall_s"] if none else float("nan")
         row(
-            "P1",
+            "cold",
             f"first results, {last['keys']} keys, fresh process: no caches / Triton warm / bundle only",
             f"{a:.1f} s / {b:.2f} s / {bundle:.2f} s; bundle: {last['compiled']} compiled, "
             f"{last['configs_benchmarked']} benchmarked, {last['hits']} hits, "
             f"{max(x.get('host_builds', 0) for x in c['bundle_only'])} host builds (the warm-up's too)",
-            "bundle ≤ 1.00x warm (issue 16), ≥ 10x faster than none; 0 compiled, 0 benchmarked",
+            "bundle ≤ 1.00x warm, ≥ 10x faster than none; 0 compiled, 0 benchmarked",
             bundle <= b
             and (none is None or a / bundle >= 10)
             and last["compiled"] == 0
@@ -515,7 +515,7 @@ def table(r: dict[str, Any]) -> str:
     if "hot" in r:
         off, on = statistics.median(r["hot"]["off"]), statistics.median(r["hot"]["on"])
         row(
-            "P2",
+            "hot",
             "per-launch time, tiny autotuned kernel",
             f"{on:.2f} vs {off:.2f} µs = {on / off:.3f}x",
             "≤ 1.02x",
@@ -524,7 +524,7 @@ def table(r: dict[str, Any]) -> str:
         if "interleaved" in r["hot"]:
             ratios = [x["on"] / x["off"] for x in r["hot"]["interleaved"]]
             row(
-                "P2",
+                "hot",
                 "the same, on vs off in one process (alternating blocks; per process)",
                 ", ".join(f"{v:.3f}x" for v in ratios),
                 "≤ 1.02x",
@@ -537,7 +537,7 @@ def table(r: dict[str, Any]) -> str:
             + [x["bf16.pb.zst"] for x in q if "bf16.pb.zst" in x]
         )
         row(
-            "P3",
+            "quality",
             "shipped config vs best re-measured now (geomean)",
             f"{shipped:.3f}",
             "≥ 0.99",
@@ -548,7 +548,7 @@ def table(r: dict[str, Any]) -> str:
             vs = [x["vs_cublas"] for x in of_dtype if "vs_cublas" in x]
             if vs:
                 row(
-                    "P3",
+                    "quality",
                     f"Triton matmul kernel vs cuBLAS, {dtype} (per key)",
                     ", ".join(f"{v:.2f}" for v in vs),
                     "≥ 0.95",
@@ -557,7 +557,7 @@ def table(r: dict[str, Any]) -> str:
             ops = [x for x in of_dtype if "ops_vs_cublas" in x]
             if ops:
                 row(
-                    "P3",
+                    "quality",
                     f"ops.matmul (kernel selection) vs cuBLAS, {dtype} (per key: chosen)",
                     ", ".join(f"{x['ops_vs_cublas']:.2f} ({x['ops_impl']})" for x in ops),
                     "≥ 0.95",
@@ -568,7 +568,7 @@ def table(r: dict[str, Any]) -> str:
             t = r["tune"]
             share = t["seeded"]["configs_benchmarked"] / max(1, t["exhaustive"]["configs_benchmarked"])
             row(
-                "P4",
+                "tune",
                 "seeded vs exhaustive: best found (geomean, re-measured now), runs",
                 f"{geomean(seeded):.3f}, {share:.0%} of the runs",
                 "≥ 0.98 with ≤ 30 %",
@@ -578,7 +578,7 @@ def table(r: dict[str, Any]) -> str:
         ex = r["tune"]["exhaustive"]
         pure = ex["benchmark_seconds"]
         row(
-            "P4",
+            "tune",
             "our tune wall vs pure benchmark time",
             f"{ex['seconds']:.1f} s vs {pure:.1f} s = {ex['seconds'] / pure:.2f}x "
             f"(compile {ex['compile_seconds']:.1f} s)",
@@ -588,7 +588,7 @@ def table(r: dict[str, Any]) -> str:
         if "cold" in r and r["cold"]["no_caches"]:
             triton_s = r["cold"]["no_caches"]["autotune_seconds"]
             row(
-                "P4",
+                "tune",
                 "our tune vs Triton's autotuner, same keys and configs",
                 f"{ex['wall_s']:.1f} s vs {triton_s:.1f} s "
                 f"(+ {r['cold']['no_caches']['wall_s'] - triton_s:.1f} s rest of the process)",
@@ -598,7 +598,7 @@ def table(r: dict[str, Any]) -> str:
     if "load" in r:
         ms = statistics.median(x["load_and_first_lookup_ms"] for x in r["load"]["runs"])
         row(
-            "P5",
+            "load",
             f"{r['load']['entries']} -entry bundle ({r['load']['bytes']} B): load + first look-up",
             f"{ms:.0f} ms",
             "< 100 ms",
@@ -618,7 +618,7 @@ def table(r: dict[str, Any]) -> str:
         if "budget_s" in w1:
             rate1, rate2 = w1["tuned"] / w1["seconds"], w2["tuned"] / w2["seconds"]
             row(
-                "P6",
+                "scaling",
                 f"full matmul keys under a time budget: keys per second, {many} vs {one}",
                 f"{w2['tuned']} keys in {w2['seconds']:.0f} s vs {w1['tuned']} in {w1['seconds']:.0f} s: "
                 f"{rate2 / rate1:.2f}x",
@@ -626,7 +626,7 @@ def table(r: dict[str, Any]) -> str:
                 rate2 / rate1 >= 1.8,
             )
             row(
-                "P6",
+                "scaling",
                 f"merged report of {many}: compile s / benchmark s / compiled kernels, bytes",
                 f"{w2['compile_seconds']:.1f} / {w2['benchmark_seconds']:.1f} / {w2['artifacts']}, "
                 f"{w2['artifact_bytes']}",
@@ -636,7 +636,7 @@ def table(r: dict[str, Any]) -> str:
         else:  # the earlier measurement: one fixed workload, wall time
             ratio = w1["wall_s"] / w2["wall_s"]
             row(
-                "P6",
+                "scaling",
                 f"tune on {many} vs {one} (the 8-key workload, wall)",
                 f"{ratio:.2f}x",
                 "≥ 1.7x",
