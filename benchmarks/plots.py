@@ -1,0 +1,146 @@
+"""The plots in BENCHMARKS.md, drawn as SVG from the result files (no plotting library needed):
+
+    python benchmarks/plots.py COLD.json MATMUL.json [-o benchmarks/plots]
+
+cold-start.svg: seconds to run the 8-key workload in a fresh process, per cache state (median of the runs).
+matmul-vs-cublas.svg: per full-matmul key, the Triton matmul's and ops.matmul's speed relative to cuBLAS
+(kernel alone; above 1 is faster than cuBLAS).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import math
+import statistics
+from html import escape
+from pathlib import Path
+from typing import Any
+
+WIDTH, HEIGHT, LEFT, BOTTOM, TOP = 720, 300, 60, 60, 30
+COLORS = {"triton": "#4e79a7", "ops": "#f28e2b", "bar": "#4e79a7", "ours": "#59a14f"}
+
+
+def _svg(body: list[str], title: str) -> str:
+    return (
+        f'<svg xmlns="http://www.w3.org/2000/svg" width="{WIDTH}" height="{HEIGHT}" font-family="sans-serif" '
+        f'font-size="12"><rect width="100%" height="100%" fill="white"/>'
+        f'<text x="{WIDTH / 2}" y="18" text-anchor="middle" font-size="14">{escape(title)}</text>'
+        + "".join(body)
+        + "</svg>\n"
+    )
+
+
+def cold_start(results: dict[str, Any]) -> str:
+    """One bar per cache state: no caches (autotunes and compiles), Triton's warm caches, the bundle only."""
+    cold, env = results["cold"], results["environment"]
+    bars = [
+        ("no caches", [cold["no_caches"]] if isinstance(cold["no_caches"], dict) else cold["no_caches"]),
+        ("Triton warm caches", cold["triton_warm"]),
+        ("bundle only", cold["bundle_only"]),
+    ]
+    seconds = [(name, statistics.median(r["wall_s"] for r in runs)) for name, runs in bars]
+    top = max(s for _, s in seconds) * 1.1
+    plot_w, plot_h = WIDTH - LEFT - 20, HEIGHT - BOTTOM - TOP
+    body = [_axis(plot_h)]
+    step = plot_w / len(seconds)
+    for i, (name, s) in enumerate(seconds):
+        h = s / top * plot_h
+        x = LEFT + i * step + step * 0.2
+        color = COLORS["ours"] if name == "bundle only" else COLORS["bar"]
+        body.append(
+            f'<rect x="{x:.1f}" y="{TOP + plot_h - h:.1f}" width="{step * 0.6:.1f}" height="{h:.1f}" '
+            f'fill="{color}"/>'
+        )
+        body.append(
+            f'<text x="{x + step * 0.3:.1f}" y="{TOP + plot_h - h - 4:.1f}" text-anchor="middle">{s:.1f} s</text>'
+        )
+        body.append(
+            f'<text x="{x + step * 0.3:.1f}" y="{TOP + plot_h + 16}" text-anchor="middle">{escape(name)}</text>'
+        )
+    body.append(
+        f'<text x="14" y="{TOP + plot_h / 2}" transform="rotate(-90 14 {TOP + plot_h / 2})" '
+        'text-anchor="middle">seconds, whole process</text>'
+    )
+    body.append(
+        _footer(env, f"8 keys (matmul, matmul + bias + SiLU, softmax), median of {len(cold['bundle_only'])}")
+    )
+    return _svg(body, "A fresh process running 8 autotuned keys")
+
+
+def matmul_vs_cublas(results: dict[str, Any]) -> str:
+    """Per key, cuBLAS time over ours (kernel alone): the Triton matmul and ops.matmul, keys sorted by M."""
+    rows = sorted(results["choices"]["rows"], key=lambda r: (r["M"], r["key"]))
+    env = results["environment"]
+    ratios = {
+        name: [r["kernel_us"]["torch"] / r["kernel_us"][name] for r in rows] for name in ("triton", "ops")
+    }
+    low, high = 0.7, 1.15
+    plot_w, plot_h = WIDTH - LEFT - 20, HEIGHT - BOTTOM - TOP
+
+    def y(v: float) -> float:
+        return TOP + plot_h - (min(max(v, low), high) - low) / (high - low) * plot_h
+
+    body = [_axis(plot_h)]
+    for tick in (0.7, 0.8, 0.9, 1.0, 1.1):
+        body.append(
+            f'<line x1="{LEFT}" x2="{WIDTH - 20}" y1="{y(tick):.1f}" y2="{y(tick):.1f}" '
+            f'stroke="{"#888" if tick == 1.0 else "#ddd"}"/>'
+        )
+        body.append(f'<text x="{LEFT - 6}" y="{y(tick) + 4:.1f}" text-anchor="end">{tick:.1f}</text>')
+    step = plot_w / len(rows)
+    for name, values in ratios.items():
+        for i, v in enumerate(values):
+            x = LEFT + (i + 0.5) * step
+            body.append(f'<circle cx="{x:.1f}" cy="{y(v):.1f}" r="2.6" fill="{COLORS[name]}"/>')
+    for m in sorted({r["M"] for r in rows}):
+        first = next(i for i, r in enumerate(rows) if r["M"] == m)
+        body.append(f'<text x="{LEFT + (first + 0.5) * step:.1f}" y="{TOP + plot_h + 14}">{m}</text>')
+    geo = {n: math.exp(statistics.fmean(math.log(v) for v in vs)) for n, vs in ratios.items()}
+    legend = [
+        ("triton", f"Triton matmul (geomean {geo['triton']:.3f})"),
+        ("ops", f"ops.matmul (geomean {geo['ops']:.3f})"),
+    ]
+    for i, (name, text) in enumerate(legend):
+        body.append(f'<circle cx="{LEFT + 10 + i * 260}" cy="{TOP + 8}" r="4" fill="{COLORS[name]}"/>')
+        body.append(f'<text x="{LEFT + 18 + i * 260}" y="{TOP + 12}">{escape(text)}</text>')
+    body.append(
+        f'<text x="14" y="{TOP + plot_h / 2}" transform="rotate(-90 14 {TOP + plot_h / 2})" '
+        'text-anchor="middle">cuBLAS time / ours</text>'
+    )
+    body.append(
+        _footer(env, f"{len(rows)} keys by M (fp16 and bf16, Llama-3 N x K), kernel alone, L2 flushed")
+    )
+    return _svg(body, "Matmul vs cuBLAS per key (above 1: faster than cuBLAS)")
+
+
+def _axis(plot_h: float) -> str:
+    return f'<line x1="{LEFT}" x2="{LEFT}" y1="{TOP}" y2="{TOP + plot_h}" stroke="black"/>'
+
+
+def _footer(env: dict[str, Any], what: str) -> str:
+    said = f"{what}; {env['device']}, torch {env['torch']}, triton {env['triton']}, {env['date']}"
+    return (
+        f'<text x="{WIDTH / 2}" y="{HEIGHT - 12}" text-anchor="middle" font-size="11">{escape(said)}</text>'
+    )
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
+    parser.add_argument("cold", help="a benchmarks/run.py result with the cold step")
+    parser.add_argument("matmul", help="a benchmarks/run.py result with the choices step")
+    parser.add_argument(
+        "-o", "--output", default=str(Path(__file__).parent / "plots"), help="folder for the SVGs"
+    )
+    args = parser.parse_args()
+    out = Path(args.output)
+    out.mkdir(parents=True, exist_ok=True)
+    (out / "cold-start.svg").write_text(cold_start(json.loads(Path(args.cold).read_text())))
+    (out / "matmul-vs-cublas.svg").write_text(matmul_vs_cublas(json.loads(Path(args.matmul).read_text())))
+    print(f"wrote {out / 'cold-start.svg'} and {out / 'matmul-vs-cublas.svg'}")
+
+
+if __name__ == "__main__":
+    main()
