@@ -1,0 +1,70 @@
+"""The README's Quick start, as a new user meets it: its program and its commands, copied verbatim from the
+README, run in a fresh virtual environment holding only torch, with a copy of this repository beside the
+program. Each command must succeed and print what the README shows (sizes and seconds aside)."""
+
+from __future__ import annotations
+
+import os
+import re
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[1]
+SECTION = re.compile(r"^## Quick start\n(.*?)^## ", re.S | re.M)
+
+
+def quick_start() -> tuple[str, list[tuple[str, list[str]]]]:
+    """The Quick start's program and its (command, output lines) in order."""
+    text = SECTION.search((ROOT / "README.md").read_text())
+    assert text, "README.md has no Quick start section"
+    (console,) = re.findall(r"```console\n(.*?)```", text.group(1), re.S)
+    (program,) = re.findall(r"```python\n(.*?)```", text.group(1), re.S)
+    steps: list[tuple[str, list[str]]] = []
+    for line in console.splitlines():
+        if line.startswith("$ "):
+            steps.append((line[2:], []))
+        else:
+            steps[-1][1].append(line)
+    return program, steps
+
+
+def _normal(text: str) -> str:
+    """Output without what changes from run to run: sizes and seconds."""
+    return re.sub(r"\(\d+ bytes\)", "(N bytes)", re.sub(r"in \d+\.\d s", "in N s", text))
+
+
+@pytest.mark.slow
+def test_the_readme_quick_start_works_verbatim_in_a_fresh_environment(tmp_path: Path) -> None:
+    program, steps = quick_start()
+    project = tmp_path / "project"
+    project.mkdir()
+    (project / "app.py").write_text(program)
+    ignore = shutil.ignore_patterns(
+        ".venv", ".git", "build", "dist", "*.egg-info", "__pycache__", ".*_cache", ".whl"
+    )
+    shutil.copytree(ROOT, project / "tuned-kernels", ignore=ignore)
+    venv = tmp_path / "venv"
+    subprocess.run([sys.executable, "-m", "venv", str(venv)], check=True, timeout=300)
+    subprocess.run(
+        [str(venv / "bin" / "python"), "-m", "pip", "install", "-q", "torch==2.13.0"], check=True, timeout=900
+    )
+    env = {
+        k: v for k, v in os.environ.items() if not k.startswith(("TUNED_KERNELS", "TRITON_", "VIRTUAL_ENV"))
+    }
+    env.update(
+        PATH=f"{venv / 'bin'}{os.pathsep}{env['PATH']}", TUNED_KERNELS_CACHE_DIR=str(tmp_path / "cache")
+    )
+    for command, shown in steps:
+        out = subprocess.run(
+            ["bash", "-c", command], cwd=project, env=env, capture_output=True, text=True, timeout=900
+        )
+        assert out.returncode == 0, f"$ {command}\n{out.stdout[-2000:]}\n{out.stderr[-3000:]}"
+        printed = _normal(out.stdout + out.stderr)
+        for line in shown:
+            assert _normal(line) in printed, (
+                f"$ {command}: README shows {line!r}, it printed:\n{printed[-2000:]}"
+            )
