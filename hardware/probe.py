@@ -62,11 +62,11 @@ def _driver_version() -> str:
 
 def interpret_without_gpu() -> None:
     """The one rule for a machine with no GPU, applied by every entry point (`TUNED_KERNELS=1`, `enable()`,
-        `tuned_kernels.ops`, the pytest plugin, the commands that run kernels): unless TUNED_KERNELS_TARGET
-        names a target, kernels defined from now on run through Triton's interpreter, the cpu target, as if
-        TRITON_INTERPRET=1 were set, and autotuned kernels are timed with a wall clock (Triton's own timer needs a
-    GPU driver). Triton reads the switch when a kernel is defined, so entry points call this
-        before any kernel module is imported."""
+    `tuned_kernels.ops`, the pytest plugin, the commands that run kernels): unless TUNED_KERNELS_TARGET names
+    a target, kernels defined from now on run through Triton's interpreter, the cpu target, as if
+    TRITON_INTERPRET=1 were set, and autotuned kernels are timed with a wall clock (Triton's own timer needs
+    a GPU driver). Triton reads the switch when a kernel is defined, so entry points call this before any
+    kernel module is imported."""
     if interpreting() or os.environ.get(TARGET_ENV):
         return
     import torch

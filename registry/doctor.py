@@ -8,13 +8,12 @@ import platform
 import site
 import sys
 import tempfile
-import warnings
 from dataclasses import dataclass
 from importlib import metadata
 from pathlib import Path
-from typing import Literal
+from typing import Any, Literal
 
-from tuned_kernels.errors import TunedKernelsError, TunedKernelsWarning, one_line
+from tuned_kernels.errors import TunedKernelsError, one_line
 from tuned_kernels.version import TOOL_VERSION
 
 Status = Literal["ok", "warn", "fail"]
@@ -71,9 +70,9 @@ def _serving() -> list[Check]:
     try:
         interpret_without_gpu()
         registry = Registry(Settings.from_environ(os.environ))
-        with warnings.catch_warnings():  # each problem is a line of this report, not a warning beside it
-            warnings.simplefilter("ignore", TunedKernelsWarning)
-            summary = registry.summary()
+        summary = registry.summary(
+            quiet=True
+        )  # each problem is a line of this report, not a warning beside it
     except (TunedKernelsError, ImportError, RuntimeError) as exc:
         return [Check("target", "fail", one_line(f"{type(exc).__name__}: {exc}"))]
     target = registry.target
@@ -91,13 +90,10 @@ def _serving() -> list[Check]:
     return found
 
 
-def _bundles(summary: dict[str, object], arch: str) -> list[Check]:
+def _bundles(summary: dict[str, Any], arch: str) -> list[Check]:
     from tuned_kernels.naming import distribution_name
 
-    selected = summary["selected"]
-    rejected = summary["rejected"]
-    entries = summary["bundle_entries"]
-    assert isinstance(selected, list) and isinstance(rejected, list) and isinstance(entries, dict)
+    selected, rejected, entries = summary["selected"], summary["rejected"], summary["bundle_entries"]
     found = [
         Check("bundle", "ok", f"{s['bundle']}: {entries.get(s['file'], 0)} entries ({s['file']})")
         for s in selected

@@ -17,6 +17,7 @@ import logging
 import sys
 import threading
 import time
+import warnings
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -30,7 +31,7 @@ from tuned_kernels.registry.sources import LoadedSources
 
 from tuned_kernels import model
 from tuned_kernels.decision import Decision, candidates, decide, measured_entry
-from tuned_kernels.errors import TunedKernelsError, one_line, warn
+from tuned_kernels.errors import TunedKernelsError, TunedKernelsWarning, one_line, warn
 from tuned_kernels.inductor_edge import keys as inductor_keys
 from tuned_kernels.resolving import Compiled, Resolved
 from tuned_kernels.selection import BundleCandidate, Selection, select_bundles
@@ -412,8 +413,15 @@ class Registry:
         assert self.target is not None and self.compiler is not None
         return model.Header(self.target, self.compiler, producer, _tool_version(), utc_now())
 
-    def summary(self) -> dict[str, Any]:
-        self.load()
+    def summary(self, quiet: bool = False) -> dict[str, Any]:
+        """What this registry found, selected, rejected and did. `quiet`: loading's problems are only listed
+        here (for a report that prints them), not also warned about."""
+        if quiet:
+            with warnings.catch_warnings():
+                warnings.simplefilter("ignore", TunedKernelsWarning)
+                self.load()
+        else:
+            self.load()
         path = self.overlay_path
         size = path.stat().st_size if path is not None and path.is_file() else 0
         return {

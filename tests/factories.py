@@ -80,3 +80,10 @@ def tuned_file(corpus: str, path: Path) -> Path:
         env={**os.environ, "TRITON_INTERPRET": "1"},
     )
     return path
+
+
+def warnings_in(stderr: str) -> list[str]:
+    """A program's warnings from tuned-kernels: each one line of its own, `tuned-kernels: ...`, never the
+    warnings module's `file.py:241: TunedKernelsWarning: ...` and source line."""
+    assert "TunedKernelsWarning" not in stderr, stderr[-2000:]
+    return [line for line in stderr.splitlines() if line.startswith("tuned-kernels: ")]

@@ -25,11 +25,11 @@ pytestmark = pytest.mark.skipif(
 )
 
 ENTRY_POINTS = {
-    "TUNED_KERNELS=1": ({"TUNED_KERNELS": "1"}, "import app\napp.run(100)\n" + STATS),
-    "enable()": ({}, "import tuned_kernels\ntuned_kernels.enable()\nimport app\napp.run(100)\n" + STATS),
+    "TUNED_KERNELS=1": ({"TUNED_KERNELS": "1"}, "import app\napp.check(100)\n" + STATS),
+    "enable()": ({}, "import tuned_kernels\ntuned_kernels.enable()\nimport app\napp.check(100)\n" + STATS),
     "tuned_kernels.ops": (
         {},
-        "import torch\nfrom tuned_kernels import ops\nimport app\napp.run(100)\n"
+        "import torch\nfrom tuned_kernels import ops\nimport app\napp.check(100)\n"
         "x = torch.randn(4, 100)\nassert torch.allclose(ops.softmax(x), torch.softmax(x, -1), atol=1e-6)\n"
         "print('{}')",
     ),
@@ -52,7 +52,7 @@ def test_without_a_gpu_each_entry_point_runs_the_users_kernels_on_the_interprete
     (tmp_path / "app.py").write_text(
         APP + "\n\ndef check(n):\n    y, x = run(n)\n    assert torch.equal(y, 2 * x)\n"
     )
-    out = _run([sys.executable, "-c", program.replace("app.run(100)", "app.check(100)")], tmp_path, **env)
+    out = _run([sys.executable, "-c", program], tmp_path, **env)
     assert out.returncode == 0, out.stderr[-2000:]
     assert "active drivers" not in out.stderr
     stats = json.loads(out.stdout.splitlines()[-1])

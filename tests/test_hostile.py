@@ -64,15 +64,8 @@ def run_program(tmp_path: Path, bundle: Path | None, cache: Path | None = None) 
     )
     assert out.returncode == 0, out.stderr[-2000:]
     assert "Traceback" not in out.stderr, out.stderr[-2000:]
-    warned = _warnings(out.stderr)
+    warned = factories.warnings_in(out.stderr)
     return Run(json.loads(out.stdout.split("STATS ", 1)[1]), warned, out.stderr)
-
-
-def _warnings(stderr: str) -> list[str]:
-    """The program's warnings from tuned-kernels: each one line of its own, never the warnings module's
-    `file.py:241: TunedKernelsWarning: ...` and source line."""
-    assert "TunedKernelsWarning" not in stderr, stderr[-2000:]
-    return [line for line in stderr.splitlines() if line.startswith("tuned-kernels: ")]
 
 
 @pytest.fixture(scope="module")
@@ -279,7 +272,7 @@ def test_a_served_config_that_fails_to_launch_is_tuned_once_without_it(tmp_path:
            "TUNED_KERNELS_CACHE_DIR": str(tmp_path / "cache")}  # fmt: skip
     out = subprocess.run([sys.executable, str(script)], capture_output=True, text=True, env=env, timeout=300)
     assert out.returncode == 0 and "Traceback" not in out.stderr, out.stderr[-2000:]
-    warned = _warnings(out.stderr)
+    warned = factories.warnings_in(out.stderr)
     assert len(warned) == 1 and "fragile.textproto" in warned[0] and "failed to launch" in warned[0], warned
     stats = json.loads(out.stdout.split("STATS ", 1)[1])
     assert (stats["hits"], stats["misses"]) == (1, 1)  # served once, then tuned without BLOCK=48
@@ -371,7 +364,7 @@ def test_ops_survive_a_registry_that_cannot_start() -> None:
         [sys.executable, "-c", program], capture_output=True, text=True, env=env, timeout=300
     )
     assert out.returncode == 0 and "Traceback" not in out.stderr, out.stderr[-2000:]
-    (warned,) = _warnings(out.stderr)
+    (warned,) = factories.warnings_in(out.stderr)
     assert "sm999" in warned
 
 

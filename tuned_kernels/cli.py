@@ -190,14 +190,12 @@ ENVIRONMENT = (
 
 
 def cmd_status(args: argparse.Namespace) -> int:
-    import warnings
+    from tuned_kernels.registry import Registry, installed_registry
 
-    import tuned_kernels
-    from tuned_kernels.errors import TunedKernelsWarning
-
-    with warnings.catch_warnings():  # a rejected bundle's reason is a line below, not a warning beside it
-        warnings.simplefilter("ignore", TunedKernelsWarning)
-        summary = {k: v for k, v in tuned_kernels.stats().items() if k in ENVIRONMENT}
+    # quiet: a rejected bundle's reason is a line below, not a warning beside it
+    summary = {
+        k: v for k, v in (installed_registry() or Registry()).summary(quiet=True).items() if k in ENVIRONMENT
+    }
     if args.json:
         print(json.dumps(summary, indent=2))
         return 0
@@ -273,7 +271,8 @@ def cmd_build_wheel(args: argparse.Namespace) -> int:
     wheels = build_wheels(args.results, Path(args.output), args.version, args.name)
     if args.json:
         print(json.dumps([{"wheel": str(p), "bytes": p.stat().st_size} for p in wheels]))
-    for path in [] if args.json else wheels:
+        return 0
+    for path in wheels:
         print(f"built {path} ({path.stat().st_size} bytes)")
     return 0
 
@@ -628,7 +627,7 @@ def build_parser() -> argparse.ArgumentParser:
 
 def main(argv: Sequence[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
-    if args.command in ("tune", "capture", "status", "coverage", "doctor"):
+    if args.command in ("tune", "capture", "status", "coverage"):  # doctor applies the rule itself
         from tuned_kernels.hardware.probe import interpret_without_gpu
 
         interpret_without_gpu()

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import warnings
+from collections.abc import Callable
 
 
 class TunedKernelsError(Exception):
@@ -50,17 +51,19 @@ class TunedKernelsWarning(UserWarning):
 def warn(message: str) -> None:
     """One line on stderr, `tuned-kernels: message`, through the warnings module (so `-W` and pytest's
     warning capture still apply) but without its `file.py:241: TunedKernelsWarning:` prefix and source line."""
-    if warnings.formatwarning is not _one_line_format:
-        _one_line_format.__dict__["previous"] = warnings.formatwarning
+    global _previous_format
+    if _previous_format is None:  # once: whatever formats other warnings keeps doing so
+        _previous_format = warnings.formatwarning
         warnings.formatwarning = _one_line_format
     warnings.warn(f"tuned-kernels: {message}", TunedKernelsWarning, stacklevel=3)
+
+
+_previous_format: Callable[[Warning | str, type[Warning], str, int, str | None], str] | None = None
 
 
 def _one_line_format(
     message: Warning | str, category: type[Warning], filename: str, lineno: int, line: str | None = None
 ) -> str:
-    if issubclass(category, TunedKernelsWarning):
+    if issubclass(category, TunedKernelsWarning) or _previous_format is None:
         return f"{message}\n"
-    previous = _one_line_format.__dict__.get("previous", warnings.formatwarning)
-    formatted: str = previous(message, category, filename, lineno, line)
-    return formatted
+    return _previous_format(message, category, filename, lineno, line)
