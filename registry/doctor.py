@@ -75,7 +75,7 @@ def _serving() -> list[Check]:
         )  # each problem is a line of this report, not a warning beside it
     except (TunedKernelsError, ImportError, RuntimeError) as exc:
         return [Check("target", "fail", one_line(f"{type(exc).__name__}: {exc}"))]
-    target = registry.target
+    target = registry.load().target
     if target is None:  # an unknown TUNED_KERNELS_TARGET, a GPU Triton does not know ...
         return [Check("target", "fail", "; ".join(summary["problems"]) or "this machine's target is unknown")]
     where = "no GPU: kernels run through Triton's interpreter" if target.arch == "cpu" else target.device_name

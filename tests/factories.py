@@ -8,8 +8,12 @@ import os
 import subprocess
 import sys
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from tuned_kernels import model
+
+if TYPE_CHECKING:
+    from tuned_kernels.registry.sinks import CaptureSink
 
 CPU = model.Target(vendor="cpu", arch="cpu", device_name="cpu (Triton interpreter)")
 H100 = model.Target(
@@ -87,3 +91,13 @@ def warnings_in(stderr: str) -> list[str]:
     warnings module's `file.py:241: TunedKernelsWarning: ...` and source line."""
     assert "TunedKernelsWarning" not in stderr, stderr[-2000:]
     return [line for line in stderr.splitlines() if line.startswith("tuned-kernels: ")]
+
+
+def capture_sink(path: Path) -> CaptureSink:
+    """The sink a capture into `path` writes through (on the cpu target, with Triton 3.9)."""
+    from tuned_kernels.registry.sinks import CaptureSink
+
+    from tuned_kernels.errors import warn
+
+    header = model.Header(CPU, TRITON_39, model.Producer.CAPTURE, "0.1.0", "2026-11-22T12:00:00Z")
+    return CaptureSink(path, lambda: header, warn)

@@ -14,9 +14,8 @@ from pathlib import Path
 import pytest
 from tuned_kernels.aot.compile_command import CompileError, compile_results
 from tuned_kernels.aot.kernels.builtin import CORPUS
-from tuned_kernels.registry import Registry
-from tuned_kernels.registry.runtime import artifacts_fit
-from tuned_kernels.registry.settings import Settings
+from tuned_kernels.registry.loading import artifacts_fit
+from tuned_kernels.registry.sinks import CaptureSink
 
 from tests import factories
 from tuned_kernels import model
@@ -230,15 +229,15 @@ def test_capture_records_every_kernel_triton_compiles_outside_benchmarking(tmp_p
     assert [line.split()[-1] for line in lines] == ["*fp32,i32,constexpr,constexpr"] * 2
 
 
-def _recorded(capture: Path, count: int) -> Registry:
-    """A capturing registry that has heard `count` compiled kernels (kernel0, kernel1, ...)."""
-    registry = Registry(Settings(capture=capture))
+def _recorded(capture: Path, count: int) -> CaptureSink:
+    """A capture's sink that has heard `count` compiled kernels (kernel0, kernel1, ...)."""
+    sink = factories.capture_sink(capture)
     for i in range(count):
         item, blobs = factories.with_artifact(
             factories.entry(key=(i, "torch.float16")), payload=b"cubin %d" % i
         )
-        registry.record_compiled(item.artifacts[0], blobs, f"kernel{i}")
-    return registry
+        sink.keep_compiled(item.artifacts[0], blobs, f"kernel{i}")
+    return sink
 
 
 def test_capture_writes_compiled_kernels_in_batches_not_one_rewrite_each(tmp_path: Path) -> None:
@@ -247,9 +246,9 @@ def test_capture_writes_compiled_kernels_in_batches_not_one_rewrite_each(tmp_pat
     from tuned_kernels.registry import compiled_batch
 
     capture = tmp_path / "captured.pb.zst"
-    registry = _recorded(capture, 3)
+    sink = _recorded(capture, 3)
     assert not capture.exists()  # held until a batch is full or the program ends
-    registry.flush_compiled()
+    sink.flush()
     kept = read_results(capture)
     assert sorted(e.kernel.name for e in kept.entries) == [
         "compiled:kernel0",
@@ -268,20 +267,20 @@ def test_compiled_kernels_held_back_are_written_when_the_program_exits(tmp_path:
     assert len(read_results(capture).entries) == 2
 
 
-def _record_in_worker(registry: Registry) -> None:
+def _record_in_worker(sink: CaptureSink) -> None:
     item, blobs = factories.with_artifact(factories.entry(key=(99, "torch.float16")), payload=b"cubin w")
-    registry.record_compiled(item.artifacts[0], blobs, "in-worker")
+    sink.keep_compiled(item.artifacts[0], blobs, "in-worker")
 
 
 def test_kernels_compiled_in_a_multiprocessing_worker_are_written_at_once(tmp_path: Path) -> None:
     """Inductor compiles the kernels it generates in forked workers, which end without running atexit: each
     kernel a worker compiles is written at once; what the parent held when it forked stays its own to write."""
     capture = tmp_path / "captured.pb.zst"
-    registry = _recorded(capture, 2)  # held, not yet written
-    worker = multiprocessing.get_context("fork").Process(target=_record_in_worker, args=(registry,))
+    sink = _recorded(capture, 2)  # held, not yet written
+    worker = multiprocessing.get_context("fork").Process(target=_record_in_worker, args=(sink,))
     worker.start()
     worker.join()
     assert worker.exitcode == 0
     assert [e.kernel.name for e in read_results(capture).entries] == ["compiled:in-worker"]
-    registry.flush_compiled()
+    sink.flush()
     assert len(read_results(capture).entries) == 3

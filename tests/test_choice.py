@@ -3,15 +3,16 @@ asking once per key (the hot path is a dict look-up), as Triton's autotuner asks
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable
 from typing import Any
 
 import torch
+import triton
 
 from tuned_kernels import model, resolving
 from tuned_kernels.choice import ImplementationChoice
 from tuned_kernels.decision import Decision
-from tuned_kernels.resolving import Resolved
+from tuned_kernels.triton_edge.keys import config_from_triton
 
 
 def signature(x: torch.Tensor, n: int) -> None: ...
@@ -24,12 +25,14 @@ class Recording:
         self.picks = picks
         self.asked: list[model.TuningKey] = []
 
-    def resolve(self, identity: model.KernelIdentity, key: model.TuningKey, own: Mapping[model.Config, Any],
-                measure: Callable[[Sequence[Any]], Mapping[Any, float]], *_: Any) -> Resolved[Any]:  # fmt: skip
+    def decide(self, identity: model.KernelIdentity, key: model.TuningKey,
+               fits: Callable[[model.Config], bool], counted: bool = True) -> Decision:  # fmt: skip
         self.asked.append(key)
-        return Resolved(
-            next(v for c, v in own.items() if dict(c.kwargs)["IMPL"] == self.picks[key]), Decision("hit")
-        )
+        picked = config_from_triton(triton.Config({"IMPL": self.picks[key]}))
+        assert fits(picked)
+        return Decision("hit", (picked,))
+
+    def record(self, *_: Any) -> None: ...
 
     def refuse(self, *_: Any) -> None: ...
 

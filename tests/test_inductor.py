@@ -24,6 +24,7 @@ from tuned_kernels.registry.settings import Settings
 
 from tests import factories
 from tuned_kernels import model, resolving
+from tuned_kernels.decision import Measured
 from tuned_kernels.errors import TunedKernelsWarning
 from tuned_kernels.inductor_edge import autotune_cache, choices, hooks, keys
 from tuned_kernels.results import read_results, write_results
@@ -105,8 +106,7 @@ def _compile_mm(registry: Registry) -> None:
 
 
 def _header(torch_version: str) -> model.Header:
-    registry = Registry(Settings())
-    header = registry.header(model.Producer.CAPTURE)
+    header = Registry(Settings()).load().header(model.Producer.CAPTURE)
     return dataclasses.replace(
         header, compiler=dataclasses.replace(header.compiler, torch_version=torch_version)
     )
@@ -308,14 +308,15 @@ def test_a_final_choice_replaces_the_faster_winner_recorded_before_it(
     triton = _mm_entry("triton::mm", BLOCK_M=64, BLOCK_N=64, BLOCK_K=32).best
     timings = {aten: 0.010, triton: 0.012}
     registry, identity = Registry(Settings()), keys.identity_of("mm")
-    decision = registry.serve(identity, MM_KEY, lambda _: True)
-    assert registry.record(identity, MM_KEY, timings, decision).best == aten  # type: ignore[union-attr]
-    registry.record(identity, MM_KEY, timings, decision, chosen=triton)
+    decision = registry.decide(identity, MM_KEY, lambda _: True)
+    assert registry.record(Measured(identity, MM_KEY, decision, timings)).best == aten  # type: ignore[union-attr]
+    registry.record(Measured(identity, MM_KEY, decision, timings, chosen=triton))
     assert registry.stats.misses == 1  # one key tuned once
-    assert registry.overlay_path is not None
-    (held,) = read_results(registry.overlay_path).entries
+    overlay_path = registry.load().overlay_path
+    assert overlay_path is not None
+    (held,) = read_results(overlay_path).entries
     assert (held.best, held.best_time_ms) == (triton, 0.012)
-    assert Registry(Settings()).serve(identity, MM_KEY, lambda _: True).configs == (triton,)
+    assert Registry(Settings()).decide(identity, MM_KEY, lambda _: True).configs == (triton,)
 
 
 class _Choice:
@@ -356,8 +357,9 @@ def test_a_final_choice_other_than_the_winner_is_remembered_for_its_gemm_alone(
     with resolving.installed(registry):
         choices.remember_timings({aten: 0.010, triton: 0.012}, "mm", [], [], dict)
     choices.remember_final_choice(registry, triton)
-    assert registry.overlay_path is not None
-    held = {e.key: dict(e.best.kwargs)[keys.TEMPLATE] for e in read_results(registry.overlay_path).entries}
+    overlay_path = registry.load().overlay_path
+    assert overlay_path is not None
+    held = {e.key: dict(e.best.kwargs)[keys.TEMPLATE] for e in read_results(overlay_path).entries}
     assert held == {MM_KEY: "aten::mm", choices.at_occurrence(MM_KEY, 0): "triton::mm"}
     later = _Graph()
     assert [lowered(later)[2].template.uid for _ in range(2)] == ["triton::mm", "aten::mm"]  # type: ignore[union-attr]
@@ -402,7 +404,7 @@ def test_capture_keeps_the_kernels_of_inductors_code_not_those_it_compiled_only_
     import torch._inductor.kernel.mm  # noqa: F401  (Inductor's mm and bmm templates, as max-autotune has them)
 
     capture = tmp_path / "captured.pb.zst"
-    registry = Registry(Settings(capture=capture))
+    sink = factories.capture_sink(capture)
     timed_only = ["triton_mm", "triton_bmm", "triton_"]
     generated = ["triton_tem_fused_addmm_gelu_t_2", "triton_poi_fused_gelu_3"]
     names = [*timed_only, *generated, "triton_add_kernel"]  # the last the program's own
@@ -410,8 +412,8 @@ def test_capture_keeps_the_kernels_of_inductors_code_not_those_it_compiled_only_
         item, blobs = factories.with_artifact(
             factories.entry(key=(i, "torch.float16")), payload=name.encode()
         )
-        registry.record_compiled(item.artifacts[0], blobs, name)
-    registry.flush_compiled()
+        sink.keep_compiled(item.artifacts[0], blobs, name)
+    sink.flush()
     assert sorted(e.kernel.name for e in read_results(capture).entries) == [
         "compiled:triton_add_kernel",
         "compiled:triton_poi_fused_gelu_3",

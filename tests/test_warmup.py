@@ -172,7 +172,7 @@ def test_the_bundles_are_opened_once_by_whichever_thread_asks_first(
     opener.start()
     opener.join()
     registry.load()
-    assert registry.opened_bundles().views[str(path)] is registry.sources.bundles[0]
+    assert registry.opened_bundles().views[str(path)] is registry.load().sources.bundles[0]
 
 
 def _open_in_child(registry: Registry, answer: Any) -> None:
@@ -184,7 +184,7 @@ def test_a_child_forked_while_the_bundles_are_being_opened_opens_them_itself(tmp
     registry = Registry()
     context = multiprocessing.get_context("fork")
     answer = context.SimpleQueue()
-    with registry._open_lock:  # as the warm-up thread holds it while opening
+    with registry.bundles.lock:  # as the warm-up thread holds it while opening
         child = context.Process(target=_open_in_child, args=(registry, answer))
         child.start()
     child.join(timeout=60)

@@ -11,10 +11,12 @@ disabled, the first implementation is used (no timing at run time unless asked f
 from __future__ import annotations
 
 import inspect
-from collections.abc import Callable, Sequence
+import time
+from collections.abc import Callable
 from typing import Any
 
 from tuned_kernels import model, resolving
+from tuned_kernels.decision import Measured, candidates, launched
 from tuned_kernels.triton_edge.benchmarker import quick_benchmarker
 from tuned_kernels.triton_edge.keys import config_from_triton, kernel_identity, tuning_key
 
@@ -76,18 +78,22 @@ class ImplementationChoice:
         return name
 
     def _decide(self, key: model.TuningKey, args: tuple[Any, ...]) -> str:
-        """The installed resolver's answer for this key (with none installed, the default)."""
-        default = next(iter(self.impls))
+        """The installed resolver's answer for this key (with none installed, the default): a stored
+        implementation, or each implementation timed once and the winner recorded."""
         resolver = resolving.current()
         if resolver is None:
-            return default
-        own = {config_from_triton(c): name for c, name in zip(self.configs, self.impls, strict=True)}
+            return next(iter(self.impls))
+        identity = kernel_identity(self)
+        by_config = {config_from_triton(c): name for c, name in zip(self.configs, self.impls, strict=True)}
+        decision = resolver.decide(identity, key, by_config.__contains__)
+        if decision.served:
+            return by_config[decision.configs[0]]
+        tried = candidates(list(by_config), decision)
         bench = quick_benchmarker()
-
-        def measure(names: Sequence[str]) -> dict[str, float]:
-            return {name: bench(_bound(self.impls[name], args)) for name in names}
-
-        return resolver.resolve(kernel_identity(self), key, own, measure).chosen
+        started = time.perf_counter()
+        timings = {c: bench(_bound(self.impls[by_config[c]], args)) for c in tried} if len(tried) > 1 else {}
+        measured = Measured(identity, key, decision, timings, time.perf_counter() - started)
+        return by_config[launched(tried, measured, resolver.record(measured))]
 
 
 def _bound(impl: Callable[..., Any], args: tuple[Any, ...]) -> Callable[[], Any]:

@@ -41,6 +41,21 @@ class Decision:
 
 
 @dataclass(frozen=True)
+class Measured:
+    """A miss the edge measured: each candidate's time in ms (inf: it could not run; empty: one candidate,
+    nothing timed), the seconds it took, and `chosen` where the caller chose on more than these times
+    (Inductor fusing an epilogue into a template: the same timings are recorded once without, then with
+    the final choice, which replaces the first)."""
+
+    identity: model.KernelIdentity
+    key: model.TuningKey
+    decision: Decision
+    timings: Mapping[model.Config, float]
+    seconds: float = 0.0
+    chosen: model.Config | None = None
+
+
+@dataclass(frozen=True)
 class Policy:
     """How decisions are made: `measure_always` (capture) makes every decision a miss."""
 
@@ -128,30 +143,34 @@ def candidates(space: Sequence[model.Config], decision: Decision) -> list[model.
     return [c for c in allowed if c in keep] or allowed
 
 
-def measured_entry(
-    identity: model.KernelIdentity,
-    key: model.TuningKey,
-    timings: Mapping[model.Config, float],
-    decision: Decision,
-    found_by: model.FoundBy = model.FoundBy.ONLINE,
-    chosen: model.Config | None = None,
-) -> model.Entry | None:
+def measured_entry(measured: Measured, found_by: model.FoundBy = model.FoundBy.ONLINE) -> model.Entry | None:
     """The entry a miss leaves behind: the fastest config (or `chosen`, where the caller chose one of the
     timed configs on more than its time alone, or chose without timings it could hand over), the next best
     few, how it was found (None when no config ran and none was chosen: nothing to remember)."""
+    timings, chosen = measured.timings, measured.chosen
     ranked = sorted((t, repr(c), c) for c, t in timings.items() if t != float("inf"))
     if not ranked and chosen is None:
         return None
     best = chosen if chosen is not None and (chosen in timings or not ranked) else ranked[0][2]
     kept = ranked[:5] + [r for r in ranked[5:] if r[2] == best]
     return model.Entry(
-        kernel=identity,
-        key=key,
+        kernel=measured.identity,
+        key=measured.key,
         best=best,
         timings=tuple(model.Timing(c, float(t)) for t, _, c in kept),
-        found_by=model.FoundBy.SEEDED if decision.kind == "seed" else found_by,
+        found_by=model.FoundBy.SEEDED if measured.decision.kind == "seed" else found_by,
         configs_benchmarked=len(timings),
     )
+
+
+def launched(tried: Sequence[model.Config], measured: Measured, kept: model.Entry | None) -> model.Config:
+    """The config a miss launches with: the entry kept for it, else the fastest of those timed (Triton's
+    choice among configs that all failed), else the one candidate."""
+    if kept is not None:
+        return kept.best
+    if measured.timings:
+        return min(measured.timings, key=lambda c: measured.timings[c])
+    return tried[0]
 
 
 def compiled_kernel_entry(kernel_name: str, artifact: model.Artifact) -> model.Entry:

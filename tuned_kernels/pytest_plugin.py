@@ -145,7 +145,11 @@ def _merge_parts(dump: str) -> int:
 
     parts_dir = _parts_dir(dump)
     parts = [read_results(p) for p in sorted(parts_dir.glob("*.pb"))]
-    header = parts[0].header if parts else (installed_registry() or Registry()).header(model.Producer.CAPTURE)
+    header = (
+        parts[0].header
+        if parts
+        else (installed_registry() or Registry()).load().header(model.Producer.CAPTURE)
+    )
     merged = join(header, parts)
     write_results(dump, merged)
     shutil.rmtree(parts_dir, ignore_errors=True)

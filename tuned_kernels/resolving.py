@@ -1,73 +1,49 @@
 """Who answers "which config?" for this process: the `Resolver` that `enable()` installed, or none.
 
-Autotuned kernels (through the Triton edge's hook), `ImplementationChoice` ops and Inductor's GEMM choices
-(through the Inductor edge's hooks) ask `current()`; with
-nothing installed they behave exactly as without tuned-kernels. The registry (serving, capturing, coverage)
-and the tuner (answering from what it just tuned) are resolvers. This is the only process-wide state.
+Every serving path is one straight line, the same for autotuned kernels (the Triton edge), implementation
+choices (`choice.py`) and Inductor's GEMM choices (the Inductor edge):
+
+    edge --decide--> Decision --(hit: launch it) / (miss: the edge measures the candidates)--record--> sink
+
+`decide` answers from the bundles and the overlay (`decision.decide`, pure); `record` hands a measured miss
+to the resolver's sink (the overlay when serving, the `-o` file when capturing) and returns the entry it
+kept; `refuse` takes back a served config that failed to launch. With nothing installed, kernels behave
+exactly as without tuned-kernels. The registry (serving, capturing, coverage) and the tuner (answering from
+what it just tuned) are resolvers.
 """
 
 from __future__ import annotations
 
 import contextlib
-from collections.abc import Callable, Iterator, Mapping, Sequence
-from dataclasses import dataclass
-from typing import Generic, Protocol, TypeVar
+from collections.abc import Callable, Iterator
+from typing import Protocol
 
 from tuned_kernels import model
-from tuned_kernels.decision import Decision
+from tuned_kernels.decision import Decision, Measured
 
-T = TypeVar("T")
-Compiled = tuple[tuple[model.Artifact, ...], dict[str, bytes]]
+__all__ = ["Compiled", "Measured", "Resolver", "current", "install", "installed"]
 
-
-@dataclass(frozen=True)
-class Resolved(Generic[T]):
-    chosen: T
-    decision: Decision
+Compiled = tuple[tuple[model.Artifact, ...], dict[str, bytes]]  # a config's compiled kernels and their files
 
 
 class Resolver(Protocol):
-    def resolve(
+    def decide(
         self,
         identity: model.KernelIdentity,
         key: model.TuningKey,
-        own: Mapping[model.Config, T],
-        measure: Callable[[Sequence[T]], Mapping[T, float]],
-        tune_space: Callable[[], Mapping[model.Config, T]] | None = None,
-        compiled: Callable[[model.Config], Compiled] | None = None,
-    ) -> Resolved[T]:
-        """The config to launch with: a stored one of `own` (the kernel's configs, by value), or the fastest
-        of `tune_space()` (asked only on a miss; default `own`) as `measure` times them, remembered;
-        `compiled` gives the winner's compiled kernel where the resolver keeps them."""
-        ...
-
-    def serve(
-        self, identity: model.KernelIdentity, key: model.TuningKey, fits: Callable[[model.Config], bool]
+        fits: Callable[[model.Config], bool],
+        counted: bool = True,
     ) -> Decision:
-        """For a caller that measures on its own (Inductor): the stored config to launch with, counted as
-        served, or the miss to measure (then handed to `record`). `fits` says which configs it offers."""
-        ...
-
-    def decide(
-        self, identity: model.KernelIdentity, key: model.TuningKey, fits: Callable[[model.Config], bool]
-    ) -> Decision:
-        """As `serve`, but not counted: for a decision that is part of one already counted (the fusions
-        into a GEMM served its choice)."""
+        """The stored config to launch with, or the miss to measure (then handed to `record`). `fits` says
+        which configs the caller offers; `counted=False` for a decision that is part of one already counted
+        (the fusions into a GEMM that was served)."""
         ...
 
     def record(
-        self,
-        identity: model.KernelIdentity,
-        key: model.TuningKey,
-        timings: Mapping[model.Config, float],
-        decision: Decision,
-        compiled: Callable[[model.Config], Compiled] | None = None,
-        chosen: model.Config | None = None,
+        self, measured: Measured, compiled: Callable[[model.Config], Compiled] | None = None
     ) -> model.Entry | None:
-        """A miss measured: counted, and its winner remembered (None when nothing ran). `chosen`: a caller
-        that chose on more than these timings (Inductor fusing an epilogue into a template) says which
-        config it finally took, after recording the same timings once without; that entry replaces the
-        first."""
+        """A measured miss: counted, and its winner kept by the sink (None when nothing ran). `compiled`
+        gives the winner's compiled kernel, asked only by a sink that keeps them (capture on a GPU)."""
         ...
 
     def refuse(
@@ -79,6 +55,8 @@ class Resolver(Protocol):
     def warn(self, message: str) -> None: ...
 
 
+# The process's resolver: the one piece of process-wide serving state (the others, each named where it
+# lives, are caches of Triton's and Inductor's objects: see the edges).
 _slot: list[Resolver | None] = [None]
 
 

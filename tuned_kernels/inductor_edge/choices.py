@@ -27,7 +27,7 @@ from typing import Any
 from torch._inductor.lookup_table import LookupTableChoices
 
 from tuned_kernels import model, resolving
-from tuned_kernels.decision import Decision
+from tuned_kernels.decision import Decision, Measured
 from tuned_kernels.errors import one_line
 from tuned_kernels.inductor_edge import fusion
 from tuned_kernels.inductor_edge.keys import config_of, identity_of, key_of
@@ -122,7 +122,7 @@ def _serve(
     identity, key = identity_of(op_name), key_of(kernel_inputs)
     occurrence_key = _occurrence_key(key)
     for asked in (occurrence_key, key):
-        decision = resolver.serve(identity, asked, own.__contains__)
+        decision = resolver.decide(identity, asked, own.__contains__)
         if decision.served:
             served = own[decision.configs[0]]
             _served[served] = fusion.Gemm(identity, occurrence_key)
@@ -172,7 +172,7 @@ def _remember(resolver: resolving.Resolver, timings: dict[Any, float]) -> None:
         missed = _missed_of(caller)
         if missed is not None and (missed.identity, missed.key) == (winner.identity, winner.key):
             measured[missed.config] = float(ms)
-    entry = resolver.record(winner.identity, winner.key, measured, winner.decision)
+    entry = resolver.record(Measured(winner.identity, winner.key, winner.decision, measured))
     if entry is not None:
         _recorded[entry.slot] = measured
 
@@ -189,7 +189,9 @@ def remember_final_choice(resolver: resolving.Resolver, caller: Any) -> None:
     recorded = _recorded.get(model.slot_of(missed.identity, missed.key))
     if recorded is None or missed.config not in recorded:
         return
-    resolver.record(missed.identity, missed.occurrence_key, recorded, missed.decision, chosen=missed.config)
+    resolver.record(
+        Measured(missed.identity, missed.occurrence_key, missed.decision, recorded, chosen=missed.config)
+    )
 
 
 def watch_final_choices() -> None:

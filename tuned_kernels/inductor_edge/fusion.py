@@ -21,7 +21,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from tuned_kernels import model, resolving
-from tuned_kernels.decision import Decision
+from tuned_kernels.decision import Decision, Measured
 from tuned_kernels.inductor_edge.keys import FUSION
 
 
@@ -76,7 +76,9 @@ def record_timed(resolver: resolving.Resolver, nodes: Iterable[Any], timed_gemm_
         fused = fused_in(node) if gemm is not None else None
         if gemm is not None and fused is not None:
             identity = identity_for(gemm.identity)
-            resolver.record(identity, gemm.occurrence_key, {}, Decision("miss"), chosen=config_of(fused))
+            resolver.record(
+                Measured(identity, gemm.occurrence_key, Decision("miss"), {}, chosen=config_of(fused))
+            )
 
 
 ANNOTATION = "tuned_kernels.fusion"  # a served template buffer's looked-up fusions, kept on the buffer
@@ -102,7 +104,7 @@ def _captured(resolver: resolving.Resolver, template: Any, served_gemm_of: GemmO
         gemm = served_gemm_of(template) if template is not None else None
         fused = None
         if gemm is not None:
-            decision = resolver.decide(identity_for(gemm.identity), gemm.occurrence_key, fits)
+            decision = resolver.decide(identity_for(gemm.identity), gemm.occurrence_key, fits, counted=False)
             fused = _CONFIGS[decision.configs[0]] if decision.served else None
         annotations[ANNOTATION] = fused
     return annotations[ANNOTATION]  # type: ignore[no-any-return]

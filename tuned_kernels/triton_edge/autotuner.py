@@ -2,9 +2,9 @@
 
 Triton's `Autotuner.run` calls `prune_configs` only on a key it has not cached, and when pruning leaves a
 single config it uses it (Triton 3.8+ without timing it; 3.6 and 3.7 still time it once, which `_bench`
-answers without running). Replacing `prune_configs` therefore costs nothing on the hot path: the resolver
-answers once per key, with a stored config or by measuring the kernel's configs through the kernel's own
-`do_bench` (a wall clock under the interpreter), and Triton caches the answer itself. The launch that
+answers without running). Replacing `prune_configs` therefore costs nothing on the hot path: once per key
+the resolver decides; a hit is launched, a miss is measured here through the kernel's own `do_bench` (a
+wall clock under the interpreter) and recorded with the resolver; Triton caches the answer itself. The launch that
 follows a served config goes through a one-shot wrapper: if it raises, the resolver refuses the config and
 the key is tuned as Triton would; later launches are Triton's own, untouched. Kernels defined before or
 after `patch()` are covered: the methods are replaced on the class. Under the interpreter, where Triton's
@@ -21,6 +21,7 @@ from collections.abc import Iterator, Mapping, Sequence
 from typing import Any
 
 from tuned_kernels import model, resolving
+from tuned_kernels.decision import Decision, Measured, candidates, launched
 from tuned_kernels.errors import TunedKernelsError, one_line
 from tuned_kernels.resolving import Compiled
 from tuned_kernels.triton_edge import cache_manager
@@ -66,6 +67,7 @@ def unpatch() -> None:
 
 
 def _prune_configs(self: Any, kwargs: dict[str, Any]) -> list[Any]:
+    """Edge -> decision -> (measure) -> sink: the config `Autotuner.run` launches for this key."""
     original = _original["prune_configs"]
     self.__dict__.pop("_tuned_kernels_chosen", None)
     resolver = resolving.current()
@@ -86,19 +88,39 @@ def _prune_configs(self: Any, kwargs: dict[str, Any]) -> list[Any]:
         resolver.warn(f"cannot read {name}'s key or configs, tuning normally: {_said(exc)}")
         winner, _ = benchmark(self, list(original(self, kwargs)), kwargs)
         return [winner]
-    named = {**self.nargs, **kwargs}
-    resolved = resolver.resolve(
-        identity,
-        key,
-        own,
-        lambda configs: benchmark(self, list(configs), kwargs)[1],
-        lambda: {config_from_triton(c): c for c in original(self, kwargs)},  # pruned as Triton would
-        None if interpreting() else functools.partial(_compiled, self, named),
+    decision = resolver.decide(identity, key, own.__contains__)
+    if decision.served:
+        chosen = own[decision.configs[0]]
+        _guard_next_launch(self, resolver, identity, key, decision, chosen)
+    else:
+        chosen = _measured(self, resolver, identity, key, decision, kwargs)
+    self._tuned_kernels_chosen = chosen  # measured or served already: never timed again
+    return [chosen]
+
+
+def _measured(
+    autotuner: Any,
+    resolver: resolving.Resolver,
+    identity: model.KernelIdentity,
+    key: model.TuningKey,
+    decision: Decision,
+    kwargs: dict[str, Any],
+) -> Any:
+    """A miss: the candidates (the configs Triton's own pruning leaves, less those known to fail) timed as
+    `Autotuner.run` times them, recorded with the resolver; the config to launch."""
+    space = {config_from_triton(c): c for c in _original["prune_configs"](autotuner, kwargs)}
+    tried = candidates(list(space), decision)
+    started = time.perf_counter()
+    timings = benchmark(autotuner, [space[c] for c in tried], kwargs)[1] if len(tried) > 1 else {}
+    by_value = {space[c]: c for c in tried}
+    measured = Measured(
+        identity, key, decision, {by_value[t]: ms for t, ms in timings.items()}, time.perf_counter() - started
     )
-    self._tuned_kernels_chosen = resolved.chosen  # measured or served already: never timed again
-    if resolved.decision.served:
-        _guard_next_launch(self, resolver, identity, key, resolved)
-    return [resolved.chosen]
+    named = {**autotuner.nargs, **kwargs}
+    kept = resolver.record(
+        measured, None if interpreting() else functools.partial(_compiled, autotuner, named)
+    )
+    return space[launched(tried, measured, kept)]
 
 
 def _compiled(autotuner: Any, named: dict[str, Any], config: model.Config) -> Compiled:
@@ -112,13 +134,14 @@ def _guard_next_launch(
     resolver: resolving.Resolver,
     identity: model.KernelIdentity,
     key: model.TuningKey,
-    resolved: resolving.Resolved[Any],
+    decision: Decision,
+    chosen: Any,
 ) -> None:
     """`Autotuner.run` launches the served config right after pruning, through `self.fn.run`: that one
     launch goes through `first_launch` (an instance attribute that removes itself), so a config that cannot
     launch is refused and the key tuned, while later launches cost nothing extra."""
     fn = autotuner.fn
-    launch_options = set(resolved.chosen.all_kwargs())
+    launch_options = set(chosen.all_kwargs())
 
     def first_launch(*args: Any, **kwargs: Any) -> Any:
         fn.__dict__.pop("run", None)
@@ -126,7 +149,7 @@ def _guard_next_launch(
             return fn.run(*args, **kwargs)
         except Exception as exc:
             autotuner.cache.pop(key, None)
-            resolver.refuse(identity, key, resolved.decision, _said(exc))
+            resolver.refuse(identity, key, decision, _said(exc))
             # the launch again, from the top: the key is a miss now, tuned without the refused config
             own = {k: v for k, v in kwargs.items() if k not in launch_options}
             return type(autotuner).run(autotuner, *args, **own)

@@ -1,0 +1,50 @@
+"""What serving did in this process: keys served (per file that answered), misses and why, configs
+benchmarked and the seconds it took. Counted from decisions and measured misses, never from files."""
+
+from __future__ import annotations
+
+import threading
+from dataclasses import dataclass, field
+
+from tuned_kernels import model
+from tuned_kernels.decision import Decision
+
+
+@dataclass
+class Stats:
+    hits: int = 0
+    nearest: int = 0
+    misses: int = 0
+    configs_benchmarked: int = 0
+    missed_keys: list[tuple[str, model.TuningKey]] = field(default_factory=list)
+    served_from: dict[str, int] = field(default_factory=dict)  # hits (and nearest) per bundle or overlay file
+    misses_by_reason: dict[str, int] = field(default_factory=dict)  # decision.MissReason -> misses
+    seconds_tuning: float = 0.0  # spent measuring misses
+    _lock: threading.Lock = field(default_factory=threading.Lock, repr=False, compare=False)
+
+    def count(
+        self, decision: Decision, name: str, key: model.TuningKey, benchmarked: int = 0, seconds: float = 0.0
+    ) -> None:
+        """One key decided: served, or missed and measured (`benchmarked` configs in `seconds`)."""
+        with self._lock:
+            if decision.served:
+                self.served_from[decision.source] = self.served_from.get(decision.source, 0) + 1
+            if decision.kind == "hit":
+                self.hits += 1
+            elif decision.kind == "nearest":
+                self.nearest += 1
+            else:
+                self.misses += 1
+                self.missed_keys.append((name, key))
+                reason = decision.reason or "not in any bundle"
+                self.misses_by_reason[reason] = self.misses_by_reason.get(reason, 0) + 1
+            self.configs_benchmarked += benchmarked
+            self.seconds_tuning += seconds
+
+    @property
+    def missed_kernels(self) -> dict[str, int]:
+        """How many keys missed, per kernel."""
+        counts: dict[str, int] = {}
+        for name, _ in self.missed_keys:
+            counts[name] = counts.get(name, 0) + 1
+        return counts

@@ -1,0 +1,76 @@
+"""What a registry found, selected, rejected and did, as one dictionary (`tuned-kernels status`, doctor,
+`TUNED_KERNELS_VERBOSE=1`), and the line a process appends for `tuned-kernels coverage`."""
+
+from __future__ import annotations
+
+import contextlib
+import dataclasses
+import json
+import sys
+from pathlib import Path
+from typing import Any
+
+from tuned_kernels.registry.exit_summary import exit_summary
+from tuned_kernels.registry.loading import Loaded
+from tuned_kernels.registry.stats import Stats
+
+from tuned_kernels.triton_edge import host_modules
+
+
+def summary(
+    loaded: Loaded,
+    stats: Stats,
+    changed_kernels: dict[str, str],
+    built: host_modules.BuildReport | None,
+    problems: list[str],
+) -> dict[str, Any]:
+    path, selection, sources, store = loaded.overlay_path, loaded.selection, loaded.sources, loaded.store
+    size = path.stat().st_size if path is not None and path.is_file() else 0
+    return {
+        "target": loaded.target.arch if loaded.target else None,
+        "compiler": loaded.compiler.describe() if loaded.compiler else None,
+        "bundles_found": len(selection.selected) + len(selection.rejected),
+        "selected": [{"bundle": c.name, "file": c.path} for c in selection.selected],
+        "rejected": [
+            {"bundle": r.candidate.name, "file": r.candidate.path, "reason": r.reason}
+            for r in selection.rejected
+        ],
+        "entries": len(sources),
+        "bundle_entries": {view.path: len(view) for view in sources.bundles},
+        "overlay": {"path": str(path), "bytes": size, "entries_per_kernel": sources.local_counts()},
+        "served_from": dict(stats.served_from),
+        "hits": stats.hits,
+        "nearest": stats.nearest,
+        "misses": stats.misses,
+        "configs_benchmarked": stats.configs_benchmarked,
+        "compiled_kernels": {
+            "held": len(store),
+            "served": store.served,
+            "failed": store.failed,
+            "compiled_here": store.compiled_here if len(store) else None,
+        },
+        "host_modules_built_ahead": dataclasses.asdict(built) if built else None,
+        "missed_kernels": dict(stats.missed_kernels),
+        "misses_by_reason": dict(stats.misses_by_reason),
+        "changed_kernels": dict(changed_kernels),
+        "seconds_tuning": round(stats.seconds_tuning, 3),
+        "problems": list(problems),
+    }
+
+
+def append_coverage(path: Path, stats: Stats) -> None:
+    """Appends this process's hits and misses to `path` (one JSON line; `tuned-kernels coverage`)."""
+    from filelock import FileLock
+
+    line = {
+        "hits": stats.hits + stats.nearest,
+        "misses": stats.misses,
+        "missed": [[name, list(key)] for name, key in stats.missed_keys],
+    }
+    with contextlib.suppress(OSError), FileLock(str(path) + ".lock", timeout=30), path.open("a") as f:
+        f.write(json.dumps(line) + "\n")
+
+
+def print_exit_summary(described: dict[str, Any]) -> None:
+    with contextlib.suppress(Exception):  # at exit, stderr may be closed: nothing more to say
+        print("\n".join(exit_summary(described)), file=sys.stderr, flush=True)
