@@ -29,8 +29,10 @@ def run(gemm: GEMM, device: str) -> float:
     """Compiles and runs one linear layer (fresh Dynamo state: one graph per shape); returns seconds."""
     import torch
 
+    from tuned_kernels.inductor_edge.hooks import forget_compiled_graphs
+
     m, n, k, dtype = gemm
-    torch._dynamo.reset()
+    forget_compiled_graphs()
     x = torch.randn(m, k, device=device, dtype=getattr(torch, dtype)) * k**-0.5
     w = torch.randn(n, k, device=device, dtype=getattr(torch, dtype))
     t0 = time.perf_counter()

@@ -53,7 +53,7 @@ def main() -> None:
         for name, (niceness, builds) in rows.items():
             out = subprocess.run(
                 [sys.executable, "-c", CHILD, str(niceness), str(builds), str(source)],
-                capture_output=True, text=True, check=True,
+                capture_output=True, text=True, check=True, timeout=600
             )  # fmt: skip
             times[name].append(float(out.stdout.split()[-1]))
     alone = statistics.median(times["alone"])

@@ -13,107 +13,30 @@ Combine with INDUCTOR_MODEL_CODE (the kernels of the generated code) to compare 
 from __future__ import annotations
 
 import atexit
-import collections
-import functools
-import hashlib
-import os
 import runpy
 import sys
-import time
-from collections.abc import Callable
 from pathlib import Path
-from typing import Any
 
 MODEL = Path(__file__).resolve().parents[1] / "tests/corpora/inductor_model.py"
-calls: collections.Counter[str] = collections.Counter()
-seconds: collections.Counter[str] = collections.Counter()
-
-
-def log(*parts: object) -> None:
-    with open(os.environ.get("INDUCTOR_DIAGNOSE", "/dev/stderr"), "a") as f:
-        print(*parts, file=f)
-
-
-def timed(cls: type, method: str) -> None:
-    original = getattr(cls, method)
-
-    @functools.wraps(original)
-    def wrapped(*args: Any, **kwargs: Any) -> Any:
-        t0 = time.perf_counter()
-        try:
-            return original(*args, **kwargs)
-        finally:
-            calls[method] += 1
-            seconds[method] += time.perf_counter() - t0
-
-    setattr(cls, method, wrapped)
-
-
-def after(cls: type, method: str, then: Callable[..., None]) -> None:
-    original = getattr(cls, method)
-
-    @functools.wraps(original)
-    def wrapped(*args: Any, **kwargs: Any) -> Any:
-        result = original(*args, **kwargs)
-        then(*args, result=result)
-        return result
-
-    setattr(cls, method, wrapped)
-
-
-def watch_inductor() -> None:
-    from torch._inductor import select_algorithm
-    from torch._inductor.ir import MultiTemplateBuffer
-    from torch._inductor.runtime import triton_heuristics
-
-    for method in ("coordinate_descent_tuning", "benchmark_all_configs", "precompile"):
-        timed(triton_heuristics.CachingAutotuner, method)
-    timed(select_algorithm.AlgorithmSelectorCache, "__call__")
-
-    def final(buffer: Any, caller: Any, result: Any) -> None:
-        ktc = getattr(caller, "annotations", {}).get("ktc")
-        params = dict(ktc.params.to_kwargs()) if ktc is not None else {}
-        log("FINAL", buffer.get_name(), getattr(caller, "name", "?"), params)
-
-    after(MultiTemplateBuffer, "finalize_as_triton_caller", final)
-
-
-def watch_lookups() -> None:
-    from torch._inductor.virtualized import V
-
-    from tuned_kernels.inductor_edge.choices import TunedChoices
-    from tuned_kernels.inductor_edge.keys import config_of, key_of
-
-    def looked_up(
-        _choices: Any, _offered: Any, kernel_inputs: Any, _templates: Any, op_name: str, *_: Any, result: Any
-    ) -> None:
-        node = V.graph.current_node
-        users = sorted(str(u.target) for u in node.users) if node is not None else []
-        key = hashlib.sha1(repr(key_of(kernel_inputs)).encode()).hexdigest()[:8]
-        config = config_of(result[0]) if len(result) == 1 else None
-        served = config.describe() if config is not None else f"{len(result)} choices"
-        log("LOOKUP", getattr(node, "name", "?"), op_name, key, "users", users, served)
-
-    after(TunedChoices, "_fallback", looked_up)
 
 
 def report() -> None:
-    from torch._dynamo.utils import compile_times
+    from tuned_kernels.registry import installed_registry
 
-    from tuned_kernels import resolving
+    from tuned_kernels.inductor_edge import diagnose
 
-    log("CALLS", dict(calls), {k: round(v, 2) for k, v in seconds.items()})
-    log(compile_times(repr="str", aggregate=True))
-    store = getattr(resolving.current(), "store", None)
-    if store is not None:
-        log("ARTIFACTS held", len(store), "served here", store.served)
+    diagnose.report()
+    registry = installed_registry()
+    if registry is not None:
+        compiled = registry.summary(quiet=True)["compiled_kernels"]
+        diagnose.log("ARTIFACTS held", compiled["held"], "served here", compiled["served"])
 
 
 def main() -> None:
-    import torch._inductor.config  # noqa: F401  (with TUNED_KERNELS=1, installs the Inductor hooks first)
+    from tuned_kernels.inductor_edge import diagnose
 
-    watch_inductor()
-    watch_lookups()
+    diagnose.watch_inductor()  # importing Inductor (with TUNED_KERNELS=1, its hooks are installed first)
+    diagnose.watch_lookups()
     atexit.register(report)
     sys.argv = [str(MODEL), *sys.argv[1:]]
     runpy.run_path(str(MODEL), run_name="__main__")

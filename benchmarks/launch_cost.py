@@ -38,7 +38,7 @@ def main() -> None:
     mode = sys.argv[1] if len(sys.argv) > 1 else "on"
     if mode == "on":
         tuned_kernels.enable()
-    from tuned_kernels.aot.kernels.matmul import matmul, triton_matmul
+    from tuned_kernels.kernels.matmul import matmul, triton_matmul
 
     rows, profiles = {}, []
     for m in (16, 256):  # the split-K kernel; above 64 rows, the copy engine's on Hopper

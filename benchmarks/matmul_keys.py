@@ -100,7 +100,7 @@ def summary(rows: list[dict[str, Any]]) -> dict[str, Any]:
 
 def main() -> None:
     tuned_kernels.enable()
-    from tuned_kernels.aot.kernels.matmul import MATMUL_CHOICE, matmul, triton_matmul
+    from tuned_kernels.kernels.matmul import MATMUL_CHOICE, matmul, triton_matmul
 
     device = DeviceBenchmarker(warmup_ms=10, rep_ms=40)
     inclusive = LaunchInclusiveBenchmarker(device, batches=15)

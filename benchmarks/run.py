@@ -81,7 +81,7 @@ class Bench:
 
     def run(self, argv: list[str], env: dict[str, str]) -> tuple[float, str]:
         t0 = time.perf_counter()
-        proc = subprocess.run(argv, env=env, capture_output=True, text=True, cwd=self.work)
+        proc = subprocess.run(argv, env=env, capture_output=True, text=True, cwd=self.work, timeout=600)
         wall = time.perf_counter() - t0
         if proc.returncode != 0:
             sys.stderr.write(proc.stdout[-4000:] + proc.stderr[-4000:])
@@ -211,6 +211,7 @@ class Bench:
         subprocess.run(
             [sys.executable, "-m", "pip", "install", "-q", "--no-deps", "--target", str(site), *wheels],
             check=True,
+            timeout=600,
         )
         warm = str(self.work / "triton-warm")
         if with_no_caches:
@@ -353,6 +354,7 @@ def environment() -> dict[str, Any]:
                 ["nvidia-smi", "--query-gpu=driver_version", "--format=csv,noheader"],
                 capture_output=True,
                 text=True,
+                timeout=600,
             )
             info["driver"] = smi.stdout.strip().splitlines()[0] if smi.returncode == 0 else "?"
     except Exception as exc:  # the table still prints what was measured

@@ -62,58 +62,12 @@ CORPUS = (
 WITH_SELECTION = (*CORPUS, dataclasses.replace(_FAMILIES["matmul_impl"], shapes=_MATMUL_SHAPES))
 
 
-def _counting_triton() -> dict[str, float]:
-    """Counts compilations (Triton's compilation listener) and configs benchmarked by Triton's autotuner."""
-    from triton import knobs
-    from triton.runtime.autotuner import Autotuner
-
-    counts = {"compiled": 0, "compile_cache_hits": 0, "autotune_benchmarks": 0, "autotune_seconds": 0.0}
-
-    def listener(*, cache_hit: bool, **_: Any) -> None:
-        counts["compile_cache_hits" if cache_hit else "compiled"] += 1
-
-    knobs.compilation.listener = listener
-    bench = Autotuner._bench
-
-    def counted(self: Any, *args: Any, **kwargs: Any) -> Any:
-        t0 = time.perf_counter()
-        try:
-            return bench(self, *args, **kwargs)
-        finally:
-            counts["autotune_benchmarks"] += 1
-            counts["autotune_seconds"] += time.perf_counter() - t0
-
-    Autotuner._bench = counted
-    _count_host_builds(counts)
-    return counts
-
-
-def _count_host_builds(counts: dict[str, float]) -> None:
-    """Host-side C builds Triton makes into its cache (its driver utilities, kernel launchers)."""
-    from triton.runtime import build
-
-    counts["host_builds"] = 0
-    counts["host_build_seconds"] = 0.0
-    name = next((n for n in ("_build", "_compile_so") if hasattr(build, n)), None)
-    if name is None:
-        return
-    original = getattr(build, name)
-
-    def timed(*args: Any, **kwargs: Any) -> Any:
-        t0 = time.perf_counter()
-        try:
-            return original(*args, **kwargs)
-        finally:
-            counts["host_builds"] += 1
-            counts["host_build_seconds"] += time.perf_counter() - t0
-
-    setattr(build, name, timed)
-
-
 def first_result() -> dict[str, Any]:
     import torch
 
-    counts = _counting_triton()
+    from tuned_kernels.triton_edge.counters import counting_triton
+
+    counts = counting_triton()
     import tuned_kernels
 
     if os.environ.get("TUNED_KERNELS"):
@@ -214,9 +168,9 @@ def quality(paths: list[str]) -> dict[str, Any]:
     """Every config of each key re-measured in this one process: the shipped winner vs the best now; the
     matmul kernel, and `ops.matmul` choosing per key as the files record, vs torch.matmul (cuBLAS)."""
     import torch
-    from tuned_kernels.aot.kernels.matmul import MATMUL_CHOICE, matmul
     from tuned_kernels.registry import disabled
 
+    from tuned_kernels.kernels.matmul import MATMUL_CHOICE, matmul
     from tuned_kernels.results import read_results
     from tuned_kernels.triton_edge.benchmarker import DeviceBenchmarker
     from tuned_kernels.triton_edge.keys import kernel_identity

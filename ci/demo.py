@@ -87,6 +87,7 @@ def main() -> None:
         check=True,
         capture_output=True,
         text=True,
+        timeout=600,
     )
     arch = json.loads(detected.stdout)["arch"]
     try:

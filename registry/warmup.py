@@ -9,14 +9,13 @@ served)."""
 from __future__ import annotations
 
 import os
-import sys
 import threading
-import time
 from collections.abc import Iterable, Iterator
 from typing import TYPE_CHECKING, Protocol
 
 from tuned_kernels.errors import TunedKernelsError, one_line
 from tuned_kernels.triton_edge import host_modules
+from tuned_kernels.triton_edge.import_state import triton_imported
 from tuned_kernels.triton_edge.interpreter import interpreting
 
 if TYPE_CHECKING:
@@ -72,17 +71,3 @@ def launcher_specs(views: Iterable[ResultsView], this_triton: str) -> Iterator[h
                 spec = host_modules.launcher_spec(artifact, results.blobs)
                 if spec is not None:
                     yield spec
-
-
-def triton_imported(timeout_s: float = 120.0) -> bool:
-    """Waits until the program's own `import triton` has finished (serving starts from inside it): a
-    Triton module imported from this thread meanwhile would deadlock the two imports, or hand the
-    program a half-initialised module. False if Triton is not imported within `timeout_s`."""
-    deadline = time.monotonic() + timeout_s
-    while True:
-        module = sys.modules.get("triton")
-        if module is not None and not getattr(getattr(module, "__spec__", None), "_initializing", False):
-            return True
-        if time.monotonic() >= deadline:
-            return False
-        time.sleep(0.01)

@@ -82,6 +82,7 @@ def tuned_file(corpus: str, path: Path) -> Path:
         check=True,
         capture_output=True,
         env={**os.environ, "TRITON_INTERPRET": "1"},
+        timeout=300,
     )
     return path
 

@@ -30,8 +30,7 @@ BINARY = {"sm90": ".cubin", "gfx942": ".hsaco"}
 
 def kernel_keys(results: model.Results) -> list[model.Entry]:
     """The entries of compiled kernels (an implementation choice compiles nothing)."""
-    from tuned_kernels.aot.kernels.matmul import MATMUL_CHOICE
-
+    from tuned_kernels.kernels.matmul import MATMUL_CHOICE
     from tuned_kernels.triton_edge.keys import kernel_identity
 
     return [e for e in results.entries if e.kernel.name != kernel_identity(MATMUL_CHOICE).name]
@@ -54,6 +53,7 @@ def compiled(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFa
         [sys.executable, str(ROOT / "tests/corpora/untuned_results.py"), arch, str(untuned)],
         env=env,
         check=True,
+        timeout=300,
     )
     out = tmp / "compiled.pb.zst"
     run = subprocess.run(
@@ -61,6 +61,7 @@ def compiled(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFa
         env=env,
         capture_output=True,
         text=True,
+        timeout=300,
     )
     assert run.returncode == 0, run.stderr
     assert f"compiled {len(kernel_keys(read_results(untuned)))} kernels for {arch}" in run.stdout, run.stdout
@@ -194,6 +195,7 @@ def test_tune_on_the_cpu_target_says_artifacts_do_not_apply(tmp_path: Path) -> N
         capture_output=True,
         text=True,
         cwd=tmp_path,
+        timeout=300,
     )
     assert run.returncode == 0, run.stderr
     assert "artifacts: do not apply to the cpu target" in run.stdout
@@ -207,6 +209,7 @@ def compile_offline(script: str, tmp_path: Path) -> str:
         env=_compiler_env(tmp_path),
         capture_output=True,
         text=True,
+        timeout=300,
     )
     assert run.returncode == 0, run.stderr[-2000:]
     return run.stdout
@@ -263,7 +266,9 @@ def test_capture_writes_compiled_kernels_in_batches_not_one_rewrite_each(tmp_pat
 def test_compiled_kernels_held_back_are_written_when_the_program_exits(tmp_path: Path) -> None:
     capture = tmp_path / "captured.pb.zst"
     program = f"from tests.test_artifacts import _recorded; _recorded(__import__('pathlib').Path({str(capture)!r}), 2)"
-    subprocess.run([sys.executable, "-c", program], check=True, cwd=Path(__file__).resolve().parents[1])
+    subprocess.run(
+        [sys.executable, "-c", program], check=True, cwd=Path(__file__).resolve().parents[1], timeout=300
+    )
     assert len(read_results(capture).entries) == 2
 
 

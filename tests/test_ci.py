@@ -42,7 +42,7 @@ def test_every_workflow_passes_actionlint() -> None:
     if actionlint is None:
         pytest.skip("actionlint is installed by the dev extras on Linux x86-64 only")
     assert WORKFLOWS, "no workflows in ci/workflows"
-    run = subprocess.run([actionlint, *map(str, WORKFLOWS)], capture_output=True, text=True)
+    run = subprocess.run([actionlint, *map(str, WORKFLOWS)], capture_output=True, text=True, timeout=300)
     assert run.returncode == 0, run.stdout + run.stderr
 
 
@@ -66,6 +66,7 @@ def test_the_local_ci_script_builds_a_cpu_bundle_end_to_end(tmp_path: Path) -> N
         env=env,
         capture_output=True,
         text=True,
+        timeout=300,
     )
     assert run.returncode == 0, run.stdout + run.stderr
     merged = read_results(tmp_path / "out/cpu.pb.zst")
@@ -81,7 +82,10 @@ def test_the_local_ci_script_builds_a_cpu_bundle_end_to_end(tmp_path: Path) -> N
 
 def test_detect_fails_loudly_on_a_runner_without_the_labelled_gpu() -> None:
     run = subprocess.run(
-        [sys.executable, "-m", "tuned_kernels", "detect", "--expect", "sm90"], capture_output=True, text=True
+        [sys.executable, "-m", "tuned_kernels", "detect", "--expect", "sm90"],
+        capture_output=True,
+        text=True,
+        timeout=300,
     )
     assert run.returncode == 1 and "expected sm90, this machine is cpu" in run.stderr
 
@@ -108,6 +112,7 @@ def test_compiler_bump_finds_releases_newer_than_every_bundle(tmp_path: Path) ->
         ],
         capture_output=True,
         text=True,
+        timeout=300,
     )
     assert run.returncode == 0 and json.loads(run.stdout) == ["3.9.1"], run.stderr  # 4.0.0 has no files yet
 
@@ -120,6 +125,7 @@ def _pytest(suite: Path, *args: str, overlay: Path) -> subprocess.CompletedProce
         capture_output=True,
         text=True,
         cwd=suite,
+        timeout=300,
     )
 
 
@@ -166,6 +172,7 @@ def test_pytest_plugin_dumps_across_xdist_workers_then_loads_with_no_misses(tmp_
         capture_output=True,
         text=True,
         cwd=suite,
+        timeout=300,
     )
     assert "coverage: 2 hits, 1 distinct keys missed" in coverage.stdout, coverage.stdout + coverage.stderr
     assert "missed kernels_under_test.add_one (1000, 'torch.float32', 'torch.float32')" in coverage.stdout

@@ -117,41 +117,90 @@ def test_the_core_imports_only_the_core(module: str) -> None:
     assert graph()[f"tuned_kernels.{module}"] <= allowed
 
 
-# Touching these is touching Triton's internals: allowed only under tuned_kernels/triton_edge/.
+# Internals, each allowed in one edge only (every line of the package, benchmarks/ and ci/ is checked).
 TRITON_INTERNALS = re.compile(
     r"^\s*(from|import) triton\.(runtime|compiler|backends|knobs|_C)\b|^\s*from triton import .*\b(knobs|runtime)\b|"
     r"\bknobs\.|\bdriver\.|\._bench\b|\._do_bench\b|\.prune_configs\s*=|\._active\b"
 )
+INDUCTOR_INTERNALS = re.compile(r"\btorch\._inductor\b|\binductor_choices_class\b|\bfeedback_saver")
+TORCH_INTERNALS = re.compile(r"\btorch\._(C|dynamo)\b|^\s*from torch import .*\b_(C|dynamo)\b")
+IMPORT_STATE = re.compile(r"\b_initializing\b")  # importlib's private mark of a module being imported
+TRITON_EDGE = ROOT / "tuned_kernels" / "triton_edge"
+INDUCTOR_EDGE = ROOT / "tuned_kernels" / "inductor_edge"
+EDGES = {
+    "Triton's": (TRITON_INTERNALS, (TRITON_EDGE,)),
+    "Inductor's": (INDUCTOR_INTERNALS, (INDUCTOR_EDGE,)),
+    "torch's": (TORCH_INTERNALS, (TRITON_EDGE, INDUCTOR_EDGE)),
+    "importlib's": (IMPORT_STATE, (TRITON_EDGE,)),
+}
+AUTOLOAD = ROOT / "tuned_kernels" / "_autoload.py"  # names the modules it waits for, importing none
+
+
+def checked_files() -> list[Path]:
+    """The package's modules and the scripts beside it (benchmarks/, ci/)."""
+    return [*modules().values(), *(ROOT / "benchmarks").rglob("*.py"), *(ROOT / "ci").rglob("*.py")]
+
+
+def internals_outside(pattern: re.Pattern[str], edges: tuple[Path, ...], files: list[Path]) -> list[str]:
+    """Each line of `files` outside `edges` that touches what `pattern` matches (comments left out)."""
+    offenders = []
+    for path in files:
+        if path == AUTOLOAD or any(path.is_relative_to(edge) for edge in edges):
+            continue
+        for number, line in enumerate(path.read_text().splitlines(), 1):
+            if pattern.search(line.split("#", 1)[0]):
+                where = path.relative_to(ROOT) if path.is_relative_to(ROOT) else path.name
+                offenders.append(f"{where}:{number}: {line.strip()}")
+    return offenders
 
 
 def test_the_internals_pattern_sees_a_patch_and_an_import() -> None:
     assert TRITON_INTERNALS.search("    from triton.runtime.autotuner import Autotuner")
     assert TRITON_INTERNALS.search("cls._bench = _bench") and not TRITON_INTERNALS.search("import triton")
+    assert TORCH_INTERNALS.search("torch._C._cuda_getCurrentRawStream(0)")
+    assert TORCH_INTERNALS.search("    from torch import _dynamo") and not TORCH_INTERNALS.search(
+        "torch.cuda"
+    )
 
 
-def test_only_the_triton_edge_touches_tritons_internals() -> None:
-    edge = ROOT / "tuned_kernels" / "triton_edge"
-    offenders = []
-    for path in modules().values():
-        if path.is_relative_to(edge):
+@pytest.mark.parametrize("whose", EDGES)
+def test_only_its_edge_touches_each_libraries_internals(whose: str) -> None:
+    pattern, edges = EDGES[whose]
+    assert internals_outside(pattern, edges, checked_files()) == []
+
+
+def test_a_dynamo_import_planted_outside_the_edges_is_caught(tmp_path: Path) -> None:
+    planted = tmp_path / "planted.py"
+    planted.write_text("import torch._dynamo\n\ntorch._dynamo.reset()\n")
+    pattern, edges = EDGES["torch's"]
+    assert internals_outside(pattern, edges, [*checked_files(), planted]) == [
+        "planted.py:1: import torch._dynamo",
+        "planted.py:3: torch._dynamo.reset()",
+    ]
+
+
+SUBPROCESS_CALLS = ("run", "check_output", "call", "check_call")
+RUNS_THE_USERS_PROGRAM = {  # the user's own command: it runs as long as it runs, as without tuned-kernels
+    ROOT / "aot" / "capture.py",
+    ROOT / "tuned_kernels" / "cli.py",
+}
+
+
+def test_every_subprocess_a_test_benchmark_or_script_starts_has_a_time_limit() -> None:
+    """One hung child must not stall CI for its 90 minutes (pytest-timeout bounds each test as well)."""
+    files = [*checked_files(), *(ROOT / "tests").rglob("*.py")]
+    unbounded = []
+    for path in files:
+        if path in RUNS_THE_USERS_PROGRAM:
             continue
-        for number, line in enumerate(path.read_text().splitlines(), 1):
-            if TRITON_INTERNALS.search(line.split("#", 1)[0]):
-                offenders.append(f"{path.relative_to(ROOT)}:{number}: {line.strip()}")
-    assert offenders == []
-
-
-# Inductor's internals: allowed only under tuned_kernels/inductor_edge/.
-INDUCTOR_INTERNALS = re.compile(r"\btorch\._inductor\b|\binductor_choices_class\b|\bfeedback_saver")
-
-
-def test_only_the_inductor_edge_touches_inductors_internals() -> None:
-    edge = ROOT / "tuned_kernels" / "inductor_edge"
-    offenders = []
-    for path in modules().values():
-        if path.is_relative_to(edge) or path.name == "_autoload.py":  # names the module it waits for
-            continue
-        for number, line in enumerate(path.read_text().splitlines(), 1):
-            if INDUCTOR_INTERNALS.search(line.split("#", 1)[0]):
-                offenders.append(f"{path.relative_to(ROOT)}:{number}: {line.strip()}")
-    assert offenders == []
+        for node in ast.walk(ast.parse(path.read_text())):
+            if (
+                isinstance(node, ast.Call)
+                and isinstance(node.func, ast.Attribute)
+                and isinstance(node.func.value, ast.Name)
+                and node.func.value.id == "subprocess"
+                and node.func.attr in SUBPROCESS_CALLS
+                and not any(k.arg == "timeout" for k in node.keywords)
+            ):
+                unbounded.append(f"{path.relative_to(ROOT)}:{node.lineno}")
+    assert unbounded == []

@@ -43,6 +43,7 @@ def test_tuned_bundle_serves_hits_without_benchmarking(tmp_path: Path) -> None:
         ],
         check=True,
         cwd=tmp_path,
+        timeout=600,
     )
     program = (
         "import os, torch, tuned_kernels; tuned_kernels.enable()\n"
@@ -67,7 +68,7 @@ def test_tuned_bundle_serves_hits_without_benchmarking(tmp_path: Path) -> None:
         "PYTHONPATH": __import__("os").environ.get("PYTHONPATH", ""),
     }
     out = subprocess.run(
-        [sys.executable, "-c", program], env=env, capture_output=True, text=True, cwd=tmp_path
+        [sys.executable, "-c", program], env=env, capture_output=True, text=True, cwd=tmp_path, timeout=600
     )
     # 1 hit, 0 misses, 0 configs benchmarked, 1 compiled kernel served from the bundle, 0 compilations
     assert out.returncode == 0 and out.stdout.split() == ["1", "0", "0", "1", "0"], out.stdout + out.stderr
@@ -131,8 +132,8 @@ def test_split_k_matmul_is_exact_across_launches_and_streams() -> None:
     reset for the next launch): every split, launched again and again on two streams at once, matches
     cuBLAS, and leaves every counter at zero."""
     import torch
-    from tuned_kernels.aot.kernels import skinny_matmul
 
+    from tuned_kernels.kernels import skinny_matmul
     from tuned_kernels.triton_edge.keys import config_from_triton
     from tuned_kernels.triton_edge.launch import forced_config
 
@@ -168,8 +169,8 @@ def test_direct_launches_compute_what_launches_through_triton_compute() -> None:
     for the split-K, copy-engine and tile kernels, on 16-byte aligned and misaligned operands (another
     specialization), each of several launches on new data matches cuBLAS, and the direct path was taken."""
     import torch
-    from tuned_kernels.aot.kernels import matmul, skinny_matmul, tma_matmul
 
+    from tuned_kernels.kernels import matmul, skinny_matmul, tma_matmul
     from tuned_kernels.triton_edge.direct_launch import DirectLaunches
     from tuned_kernels.triton_edge.launch import forced_config
 
@@ -207,8 +208,8 @@ def test_direct_launches_of_row_and_attention_kernels_follow_grids_that_read_mor
     the kernel: launched directly with other row counts and batches (one specialization), each matches
     torch."""
     import torch
-    from tuned_kernels.aot.kernels import attention, rowwise
 
+    from tuned_kernels.kernels import attention, rowwise
     from tuned_kernels.triton_edge.launch import forced_config
 
     with forced_config(rowwise.softmax_kernel, rowwise.row_configs()[4]):  # 1024 columns a block
@@ -231,8 +232,8 @@ def test_every_config_of_the_copy_engine_kernel_matches_cublas_where_triton_matm
     space, on fp16 and bf16 shapes whose edges cut tiles, matches cuBLAS (persistent programs, zero-filled
     loads and clipped stores past the edges)."""
     import torch
-    from tuned_kernels.aot.kernels import matmul, tma_matmul
 
+    from tuned_kernels.kernels import matmul, tma_matmul
     from tuned_kernels.triton_edge.keys import config_from_triton
     from tuned_kernels.triton_edge.launch import LaunchesAnother, forced_config, probe_launch
 
@@ -265,6 +266,7 @@ def test_kernels_compiled_without_the_gpu_are_what_the_launches_ask_for(tmp_path
         [sys.executable, str(ROOT / "tests/corpora/untuned_results.py"), "sm90", str(untuned)],
         env=no_gpu,
         check=True,
+        timeout=600,
     )
     subprocess.run(
         [
@@ -280,6 +282,7 @@ def test_kernels_compiled_without_the_gpu_are_what_the_launches_ask_for(tmp_path
         ],
         env=no_gpu,
         check=True,
+        timeout=600,
     )
     program = (
         "import torch, tuned_kernels; tuned_kernels.enable()\n"
@@ -304,7 +307,7 @@ def test_kernels_compiled_without_the_gpu_are_what_the_launches_ask_for(tmp_path
         "TUNED_KERNELS_CACHE_DIR": str(tmp_path / "overlay"),
     }
     out = subprocess.run(
-        [sys.executable, "-c", program], env=env, capture_output=True, text=True, cwd=tmp_path
+        [sys.executable, "-c", program], env=env, capture_output=True, text=True, cwd=tmp_path, timeout=600
     )
     assert out.returncode == 0, out.stderr
     hits, misses, compilations, served, wrong = out.stdout.strip().split(" ", 4)
@@ -337,7 +340,7 @@ def test_a_captured_program_compiles_and_benchmarks_nothing_in_a_fresh_process(
     capture_env = {**os.environ, "TRITON_CACHE_DIR": str(tmp_path / "capture-cache")}
     run = subprocess.run(
         [sys.executable, "-m", "tuned_kernels", "capture", "-o", str(bundle), "--", *app],
-        env=capture_env, capture_output=True, text=True, cwd=tmp_path,
+        env=capture_env, capture_output=True, text=True, cwd=tmp_path, timeout=600
     )  # fmt: skip
     assert run.returncode == 0, run.stderr[-3000:]
     kept = read_results(bundle)
@@ -350,7 +353,7 @@ def test_a_captured_program_compiles_and_benchmarks_nothing_in_a_fresh_process(
     serve_env = {**os.environ, "TUNED_KERNELS": "1", "TUNED_KERNELS_PATH": str(bundle),
                  "TRITON_CACHE_DIR": str(tmp_path / "empty-cache"), "TUNED_KERNELS_CACHE_DIR": str(tmp_path / "o"),
                  "TUNED_KERNELS_REPORT": str(tmp_path / "report.jsonl")}  # fmt: skip
-    out = subprocess.run(app, env=serve_env, capture_output=True, text=True, cwd=tmp_path)
+    out = subprocess.run(app, env=serve_env, capture_output=True, text=True, cwd=tmp_path, timeout=600)
     assert out.returncode == 0, out.stderr[-3000:]
     assert "COMPILED 0" in out.stdout, out.stdout + out.stderr[-3000:]
     checksums = [line for line in run.stdout.splitlines() if line.startswith("CHECKSUM")]
@@ -368,7 +371,7 @@ def test_a_served_program_finds_tritons_host_modules_built_ahead(tmp_path: Path)
     capture_env = {**os.environ, "TRITON_CACHE_DIR": str(tmp_path / "capture-cache")}
     run = subprocess.run(
         [sys.executable, "-m", "tuned_kernels", "capture", "-o", str(bundle), "--", sys.executable, app],
-        env=capture_env, capture_output=True, text=True, cwd=tmp_path,
+        env=capture_env, capture_output=True, text=True, cwd=tmp_path, timeout=600
     )  # fmt: skip
     assert run.returncode == 0, run.stderr[-3000:]
     signatures = {a.host_signature for e in read_results(bundle).entries for a in e.artifacts}
@@ -391,7 +394,9 @@ def test_a_served_program_finds_tritons_host_modules_built_ahead(tmp_path: Path)
         "TRITON_CACHE_DIR": str(tmp_path / "empty"),
         "TUNED_KERNELS_CACHE_DIR": str(tmp_path / "o"),
     }
-    out = subprocess.run([sys.executable, "-c", program], env=serve_env, capture_output=True, text=True)
+    out = subprocess.run(
+        [sys.executable, "-c", program], env=serve_env, capture_output=True, text=True, timeout=600
+    )
     assert out.returncode == 0, out.stderr[-3000:]
     assert "COMPILED 0" in out.stdout and "HOST 0 BuildReport(built=3, failed=0" in out.stdout, out.stdout
 
@@ -410,7 +415,7 @@ def test_torch_compile_max_autotune_served_from_a_capture_benchmarks_no_gemm(tmp
     bundle = tmp_path / "inductor.pb.zst"
     run = subprocess.run(
         [sys.executable, "-m", "tuned_kernels", "capture", "-o", str(bundle), "--", *app, "small", "max-autotune"],
-        env=env("capture"), capture_output=True, text=True,
+        env=env("capture"), capture_output=True, text=True, timeout=600
     )  # fmt: skip
     assert run.returncode == 0, run.stderr[-3000:]
     captured = json.loads(run.stdout.splitlines()[-1])
@@ -425,7 +430,7 @@ def test_torch_compile_max_autotune_served_from_a_capture_benchmarks_no_gemm(tmp
     for model in ("small", "small+new"):
         out = subprocess.run(
             [*app, model, "max-autotune"], env=env(model, TUNED_KERNELS="1", TUNED_KERNELS_PATH=str(bundle)),
-            capture_output=True, text=True,
+            capture_output=True, text=True, timeout=600
         )  # fmt: skip
         assert out.returncode == 0, out.stderr[-3000:]  # the output matched eager PyTorch
         served[model] = json.loads(out.stdout.splitlines()[-1])["gemm_autotunings"]
@@ -444,7 +449,7 @@ def test_torch_compile_served_from_a_capture_generates_the_captured_kernels(tmp_
         env = {**os.environ, "TORCHINDUCTOR_CACHE_DIR": str(tmp_path / f"inductor-{name}"),
                "TRITON_CACHE_DIR": str(tmp_path / f"triton-{name}"),
                "INDUCTOR_MODEL_CODE": str(tmp_path / f"{name}.json"), **extra}  # fmt: skip
-        done = subprocess.run([*command, *app], env=env, capture_output=True, text=True)
+        done = subprocess.run([*command, *app], env=env, capture_output=True, text=True, timeout=600)
         assert done.returncode == 0, done.stderr[-3000:]  # the output matched eager PyTorch
         if name == "served":
             assert json.loads(done.stdout.splitlines()[-1])["gemm_autotunings"] == 0
@@ -476,7 +481,7 @@ def test_the_builtin_gemm_corpus_captured_serves_max_autotune_linear_layers(tmp_
                "TRITON_CACHE_DIR": str(tmp_path / f"triton-{n}"),
                "TUNED_KERNELS_CACHE_DIR": str(tmp_path / "o")}  # fmt: skip
         done = subprocess.run([sys.executable, "-m", "tuned_kernels", *command, "--", *corpus], env=env,
-                              capture_output=True, text=True)  # fmt: skip
+                              capture_output=True, text=True, timeout=600)  # fmt: skip
         assert done.returncode == 0, done.stderr[-3000:]
     gemms = [e for e in read_results(bundle).entries if e.kernel.name == "inductor.mm" and len(e.key) == 1]
     assert len(gemms) == 6, [e.key for e in gemms]  # M=256 of the six (N, K) pairs, fp16 (and occurrences)

@@ -150,8 +150,7 @@ def test_capture_of_a_program_that_fails_leaves_the_output_as_it_was(tmp_path: P
 def test_the_committed_full_matmul_bundle_names_the_built_in_kernels_as_they_are() -> None:
     """benchmarks/' full-matmul bundle (BENCHMARKS.md's matmul numbers) is keyed by identity by source, so it
     serves the built-in kernels on any Triton's machine that computes the same digests: these do."""
-    from tuned_kernels.aot.kernels import matmul, skinny_matmul, tma_matmul
-
+    from tuned_kernels.kernels import matmul, skinny_matmul, tma_matmul
     from tuned_kernels.triton_edge.keys import kernel_identity
 
     bundle = read_results(ROOT / "benchmarks/matmul-full-h100-triton3.6.0.pb.zst")

@@ -30,6 +30,7 @@ def wheel(tmp_path_factory: pytest.TempPathFactory) -> Path:
         ],
         check=True,
         cwd=out,
+        timeout=300,
     )
     (found,) = out.glob("tuned_kernels-*.whl")
     return found
@@ -59,6 +60,10 @@ def test_wheel_holds_the_four_subpackages_and_the_proto(wheel: Path) -> None:
 
 def test_module_entry_point_runs() -> None:
     out = subprocess.run(
-        [sys.executable, "-m", "tuned_kernels", "--help"], capture_output=True, text=True, check=True
+        [sys.executable, "-m", "tuned_kernels", "--help"],
+        capture_output=True,
+        text=True,
+        check=True,
+        timeout=300,
     )
     assert "detect" in out.stdout and "inspect" in out.stdout

@@ -6,9 +6,9 @@ from __future__ import annotations
 
 import pytest
 import torch
-from tuned_kernels.aot.kernels import matmul, skinny_matmul, tma_matmul
 from tuned_kernels.hardware.archs import triton_target_of
 
+from tuned_kernels.kernels import matmul, skinny_matmul, tma_matmul
 from tuned_kernels.triton_edge import compiler_facts
 from tuned_kernels.triton_edge.compile import compiling_for
 from tuned_kernels.triton_edge.launch import LaunchesAnother, forced_config, probe_launch

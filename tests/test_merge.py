@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 from pathlib import Path
 
 import pytest
@@ -78,3 +79,15 @@ def test_merge_command_is_reproducible(tmp_path: Path) -> None:
     one, two = read_results(tmp_path / "m1.pb"), read_results(tmp_path / "m2.pb")
     assert one.entries == two.entries and [e.key for e in one.entries] == [(0,), (1,), (2,)]
     assert one.header.producer is model.Producer.MERGE
+
+
+def test_carry_over_moves_the_entries_of_a_kernel_moved_to_another_module_unchanged() -> None:
+    from tuned_kernels.results.merge import carry_over
+
+    old = factories.entry(kernel="pkg.old_home.matmul_kernel")
+    other = factories.entry(kernel="pkg.elsewhere.other_kernel")
+    moved = dataclasses.replace(old.kernel, name="pkg.new_home.matmul_kernel")
+    changed = dataclasses.replace(moved, source_hash=factories.source_hash("edited"))
+    carried, count = carry_over(factories.results(old, other), [moved])
+    assert count == 1 and {e.kernel.name for e in carried.entries} == {moved.name, other.kernel.name}
+    assert carry_over(factories.results(old), [changed]) == (factories.results(old), 0)  # not the same code

@@ -61,8 +61,8 @@ def test_wheels_pass_check_wheel_contents_and_twine(tmp_path: Path) -> None:
     write_results(results, factories.results(factories.entry()))
     (wheel,) = build_wheels([str(results)], tmp_path / "dist", "1.0")
     bin_dir = Path(sys.executable).parent
-    subprocess.run([str(bin_dir / "check-wheel-contents"), str(wheel)], check=True)
-    subprocess.run([str(bin_dir / "twine"), "check", "--strict", str(wheel)], check=True)
+    subprocess.run([str(bin_dir / "check-wheel-contents"), str(wheel)], check=True, timeout=600)
+    subprocess.run([str(bin_dir / "twine"), "check", "--strict", str(wheel)], check=True, timeout=600)
 
 
 @pytest.mark.slow
@@ -71,31 +71,48 @@ def test_tune_wheel_index_serve_install_run_in_a_fresh_venv(tmp_path: Path) -> N
     env = {**os.environ, "TRITON_INTERPRET": "1", "TUNED_KERNELS_CACHE_DIR": str(tmp_path / "overlay")}
     env.pop("TUNED_KERNELS_PATH", None)
     tk = [sys.executable, "-m", "tuned_kernels"]
-    subprocess.run([*tk, "tune", "--corpus", PLANTED, "-o", str(tmp_path / "r.pb.zst")], check=True, env=env)
-    subprocess.run([*tk, "build-wheel", str(tmp_path / "r.pb.zst"), "-o", str(tmp_path / "dist")], check=True)
+    subprocess.run(
+        [*tk, "tune", "--corpus", PLANTED, "-o", str(tmp_path / "r.pb.zst")], check=True, env=env, timeout=600
+    )
+    subprocess.run(
+        [*tk, "build-wheel", str(tmp_path / "r.pb.zst"), "-o", str(tmp_path / "dist")],
+        check=True,
+        timeout=600,
+    )
     # a publisher's own bundle (another kernel), under its own name, beside ours on the same index
     subprocess.run(
-        [*tk, "tune", "--corpus", DOUBLING, "-o", str(tmp_path / "acme.pb.zst")], check=True, env=env
+        [*tk, "tune", "--corpus", DOUBLING, "-o", str(tmp_path / "acme.pb.zst")],
+        check=True,
+        env=env,
+        timeout=600,
     )
     subprocess.run([*tk, "build-wheel", str(tmp_path / "acme.pb.zst"), "-o", str(tmp_path / "dist"),
-                    "--name", "acme-tuned"], check=True)  # fmt: skip
+                    "--name", "acme-tuned"], check=True, timeout=600)  # fmt: skip
     assert sorted(p.name for p in (tmp_path / "dist").iterdir()) == [
         "acme_tuned_cpu-0.1.0-py3-none-any.whl", "tuned_kernels_cpu-0.1.0-py3-none-any.whl"]  # fmt: skip
-    subprocess.run([*tk, "index", str(tmp_path / "dist"), "-o", str(tmp_path / "www" / "simple")], check=True)
+    subprocess.run(
+        [*tk, "index", str(tmp_path / "dist"), "-o", str(tmp_path / "www" / "simple")],
+        check=True,
+        timeout=600,
+    )
     subprocess.run([sys.executable, "-m", "pip", "wheel", "-q", "--no-deps", "--no-build-isolation", "-w",
-                    str(tmp_path / "own"), str(ROOT)], check=True)  # fmt: skip
+                    str(tmp_path / "own"), str(ROOT)], check=True, timeout=600)  # fmt: skip
 
     venv = tmp_path / "venv"
-    subprocess.run([sys.executable, "-m", "venv", str(venv)], check=True)
+    subprocess.run([sys.executable, "-m", "venv", str(venv)], check=True, timeout=600)
     pip = [str(venv / "bin" / "python"), "-m", "pip", "install", "-q"]
-    subprocess.run([*pip, "torch==2.13.0", *map(str, (tmp_path / "own").glob("*.whl"))], check=True)
+    subprocess.run(
+        [*pip, "torch==2.13.0", *map(str, (tmp_path / "own").glob("*.whl"))], check=True, timeout=600
+    )
 
     handler = functools.partial(http.server.SimpleHTTPRequestHandler, directory=str(tmp_path / "www"))
     server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), handler)
     threading.Thread(target=server.serve_forever, daemon=True).start()
     try:
         url = f"http://127.0.0.1:{server.server_port}/simple/"
-        subprocess.run([*pip, "--index-url", url, "tuned-kernels-cpu", "acme-tuned-cpu"], check=True)
+        subprocess.run(
+            [*pip, "--index-url", url, "tuned-kernels-cpu", "acme-tuned-cpu"], check=True, timeout=600
+        )
     finally:
         server.shutdown()
 
@@ -113,7 +130,7 @@ def test_tune_wheel_index_serve_install_run_in_a_fresh_venv(tmp_path: Path) -> N
 
     def run(*sizes: int) -> dict:
         out = subprocess.run([str(venv / "bin" / "python"), "-c", program, *map(str, sizes)], check=True,
-                             capture_output=True, text=True, env=run_env, cwd=tmp_path)  # fmt: skip
+                             capture_output=True, text=True, env=run_env, cwd=tmp_path, timeout=600)  # fmt: skip
         return json.loads(out.stdout)
 
     tuned = run(100, 300)

@@ -7,6 +7,7 @@ import json
 import os
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 import pytest
@@ -78,7 +79,7 @@ def run_program(tmp_path: Path, sizes: tuple[int, ...], bundle: Path | None, **e
         **env,
     }
     out = subprocess.run(
-        [sys.executable, str(script)], capture_output=True, text=True, env=full_env, cwd=tmp_path
+        [sys.executable, str(script)], capture_output=True, text=True, env=full_env, cwd=tmp_path, timeout=300
     )
     assert out.returncode == 0, out.stderr
     return json.loads(out.stdout.split("STATS ", 1)[1]), out.stderr
@@ -108,7 +109,12 @@ def test_status_shows_the_bundles_and_what_the_overlay_holds(tmp_path: Path, bun
         "TUNED_KERNELS_CACHE_DIR": str(tmp_path / "cache"),
     }
     out = subprocess.run(
-        [sys.executable, "-m", "tuned_kernels", "status"], env=env, capture_output=True, text=True, check=True
+        [sys.executable, "-m", "tuned_kernels", "status"],
+        env=env,
+        capture_output=True,
+        text=True,
+        check=True,
+        timeout=300,
     ).stdout
     assert f"({bundle}): 4 entries" in out and "tuned    planted.double_kernel: 2 keys" in out, out
 
@@ -185,7 +191,8 @@ def test_eight_processes_writing_the_overlay_lose_nothing(tmp_path: Path) -> Non
     path = tmp_path / "overlay.pb"
     root = str(Path(__file__).resolve().parents[1])
     procs = [subprocess.Popen([sys.executable, "-c", WRITER, str(path), str(w)], cwd=root) for w in range(8)]
-    assert all(p.wait() == 0 for p in procs)
+    deadline = time.monotonic() + 300
+    assert all(p.wait(timeout=max(1.0, deadline - time.monotonic())) == 0 for p in procs)
     keys = {e.key for e in read_results(path).entries}
     assert keys == {(w, i) for w in range(8) for i in range(10)}
 
@@ -203,7 +210,7 @@ def test_the_compiler_fingerprint_is_the_same_in_every_process() -> None:
     """Bundles are matched by it across machines and processes: nothing per-process may enter it."""
     detect = [sys.executable, "-m", "tuned_kernels", "detect", "--json"]
     first, second = (
-        json.loads(subprocess.run(detect, capture_output=True, text=True, check=True).stdout)
+        json.loads(subprocess.run(detect, capture_output=True, text=True, check=True, timeout=300).stdout)
         for _ in range(2)
     )
     assert first["compiler"] == second["compiler"] and len(first["compiler"]["triton_hash"]) == 64
@@ -220,8 +227,7 @@ def test_the_compiler_fingerprint_names_this_triton() -> None:
 def test_matmul_dispatches_to_the_implementation_recorded_for_its_key(
     tmp_path: Path, impl: str, kernel_launched: bool
 ) -> None:
-    from tuned_kernels.aot.kernels import matmul, skinny_matmul
-
+    from tuned_kernels.kernels import matmul, skinny_matmul
     from tuned_kernels.triton_edge.keys import kernel_identity
 
     key = (16, 64, 64, "torch.float16", "torch.float16", "torch.float16")  # 16 rows: the split-K kernel's
@@ -258,7 +264,7 @@ def test_matmul_dispatches_to_the_implementation_recorded_for_its_key(
         "TUNED_KERNELS_CACHE_DIR": str(tmp_path / "overlay"),
     }
     out = subprocess.run(
-        [sys.executable, "-c", program], env=env, capture_output=True, text=True, cwd=tmp_path
+        [sys.executable, "-c", program], env=env, capture_output=True, text=True, cwd=tmp_path, timeout=300
     )
     assert out.returncode == 0, out.stderr
     # a hit for the choice, and for the Triton kernel only when the choice launches it; nothing measured

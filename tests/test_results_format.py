@@ -73,6 +73,7 @@ def test_text_file_parses_against_the_shipped_proto(tmp_path: Path) -> None:
             "tuned_kernels/results/results.proto",
         ],
         check=True,
+        timeout=300,
     )
     pool = descriptor_pool.DescriptorPool()
     for file_proto in descriptor_pb2.FileDescriptorSet.FromString(descriptors.read_bytes()).file:
@@ -103,6 +104,7 @@ def test_committed_generated_code_matches_the_proto(tmp_path: Path) -> None:
         ],
         cwd=tmp_path,
         check=True,
+        timeout=300,
     )
     for name in ("results_pb2.py", "results_pb2.pyi"):
         fresh = (tmp_path / "tuned_kernels/results" / name).read_text()

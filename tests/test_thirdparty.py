@@ -20,11 +20,15 @@ def test_fla_rms_norm_is_captured_then_served_without_benchmarking(tmp_path: Pat
     env = {**os.environ, "TRITON_INTERPRET": "1", "TUNED_KERNELS_CACHE_DIR": str(tmp_path / "overlay")}
     bundle = tmp_path / "fla.pb.zst"
     captured = subprocess.run(
-        [*TK, "capture", "-o", str(bundle), "--", *app], env=env, capture_output=True, text=True
+        [*TK, "capture", "-o", str(bundle), "--", *app], env=env, capture_output=True, text=True, timeout=600
     )
     assert captured.returncode == 0 and "layer_norm_fwd_kernel" in captured.stderr, captured.stderr[-2000:]
     served = subprocess.run(
-        [*TK, "coverage", "--json", str(bundle), "--", *app], env=env, capture_output=True, text=True
+        [*TK, "coverage", "--json", str(bundle), "--", *app],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=600,
     )
     assert served.returncode == 0, served.stderr[-2000:]  # the program checked its output against PyTorch
     assert json.loads(served.stdout.splitlines()[-1]) == {"hits": 1, "misses": 0, "missed": []}

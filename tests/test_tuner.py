@@ -185,8 +185,7 @@ def test_seeded_search_walks_neighbours_from_its_seeds() -> None:
 
 
 def test_matmul_seeds_follow_the_shape_and_the_chip() -> None:
-    from tuned_kernels.aot.kernels.matmul import matmul_configs
-
+    from tuned_kernels.kernels.matmul import matmul_configs
     from tuned_kernels.triton_edge.keys import config_from_triton
 
     space = [config_from_triton(c) for c in matmul_configs()]
@@ -204,8 +203,7 @@ def test_matmul_seeds_follow_the_shape_and_the_chip() -> None:
 
 @pytest.mark.parametrize(("n", "split"), [(4096, 4), (14336, 1), (28672, 1)])
 def test_split_k_seeds_split_narrow_products_until_every_sm_has_work(n: int, split: int) -> None:
-    from tuned_kernels.aot.kernels.skinny_matmul import prune_skinny, skinny_configs
-
+    from tuned_kernels.kernels.skinny_matmul import prune_skinny, skinny_configs
     from tuned_kernels.triton_edge.keys import config_from_triton
 
     case = Case.of(M=1, N=n, K=4096, dtype="float16")
@@ -222,6 +220,7 @@ def test_tune_command_writes_a_results_file_inspect_can_read(tmp_path: Path) -> 
         capture_output=True,
         text=True,
         cwd=tmp_path,
+        timeout=300,
     )
     assert run.returncode == 0, run.stderr
     results = read_results(out)
@@ -262,6 +261,7 @@ def test_capture_records_a_programs_own_autotuned_kernel(tmp_path: Path) -> None
         capture_output=True,
         text=True,
         cwd=tmp_path,
+        timeout=300,
     )
     assert run.returncode == 0 and "ok" in run.stdout, run.stderr
     results = read_results(out)

@@ -24,7 +24,7 @@ from tuned_kernels.registry.warmup import launcher_specs
 from tests import factories
 from tuned_kernels import model
 from tuned_kernels.results import open_results, write_results
-from tuned_kernels.triton_edge import host_modules
+from tuned_kernels.triton_edge import host_modules, import_state
 
 
 def compiled(kernel: str, signature: tuple[str, ...]) -> tuple[model.Entry, dict[str, bytes]]:
@@ -199,6 +199,6 @@ def test_the_warmup_touches_triton_only_once_the_programs_import_of_it_has_finis
     half_imported = types.ModuleType("triton")
     half_imported.__spec__ = types.SimpleNamespace(_initializing=True)  # type: ignore[assignment]
     monkeypatch.setitem(sys.modules, "triton", half_imported)
-    assert not warmup.triton_imported(timeout_s=0.05)
+    assert not import_state.triton_imported(timeout_s=0.05)
     half_imported.__spec__._initializing = False
-    assert warmup.triton_imported(timeout_s=0.05)
+    assert import_state.triton_imported(timeout_s=0.05)

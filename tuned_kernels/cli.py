@@ -78,7 +78,7 @@ def cmd_merge(args: argparse.Namespace) -> int:
         from tuned_kernels.results.merge import carry_over
 
         merged, moved = carry_over(merged, identities_in(args.carry_over))
-        carried = f" ({moved} carried over to identity by source)"
+        carried = f" ({moved} carried over to the kernels as identified now)"
     write_results(args.output, merged)
     if args.json:
         print(json.dumps({"inputs": len(inputs), "entries": len(merged.entries), "output": args.output}))
@@ -547,8 +547,9 @@ def _add_packaging_commands(sub: Any) -> None:
         action="append",
         default=[],
         metavar="MODULE",
-        help="move entries of files made before identity by source to the kernels MODULE defines, as they are "
-        "identified now, so they survive edits above the kernels (repeatable; run where MODULE imports)",
+        help="move entries of files made before identity by source, and of kernels since moved unchanged into "
+        "MODULE from another module, to the kernels MODULE defines as they are identified now (repeatable; run "
+        "where MODULE imports)",
     )
     _json(p, "a summary")
 

@@ -10,8 +10,8 @@ from tuned_kernels.hardware.probe import interpret_without_gpu
 
 interpret_without_gpu()  # before the kernels below are defined: Triton decides then
 
-from tuned_kernels.aot.kernels.attention import attention  # noqa: E402
-from tuned_kernels.aot.kernels.matmul import matmul, matmul_bias_act, triton_matmul  # noqa: E402
-from tuned_kernels.aot.kernels.rowwise import layer_norm, rms_norm, softmax  # noqa: E402
+from tuned_kernels.kernels.attention import attention  # noqa: E402
+from tuned_kernels.kernels.matmul import matmul, matmul_bias_act, triton_matmul  # noqa: E402
+from tuned_kernels.kernels.rowwise import layer_norm, rms_norm, softmax  # noqa: E402
 
 __all__ = ["attention", "layer_norm", "matmul", "matmul_bias_act", "rms_norm", "softmax", "triton_matmul"]

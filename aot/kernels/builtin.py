@@ -8,8 +8,9 @@ from typing import Any
 
 import torch
 from tuned_kernels.aot.corpus import Case, Inputs, KernelFamily
-from tuned_kernels.aot.kernels import attention, matmul, rowwise, tma_matmul
-from tuned_kernels.aot.kernels.skinny_matmul import SKINNY_M, matmul_skinny_kernel
+
+from tuned_kernels.kernels import attention, matmul, rowwise, tma_matmul
+from tuned_kernels.kernels.skinny_matmul import SKINNY_M, matmul_skinny_kernel
 
 DTYPES = {"float16": torch.float16, "bfloat16": torch.bfloat16, "float32": torch.float32}
 # (N, K) pairs from real models (Llama-3 8B / 70B projections), M from decode (1) to long prefill (8192)

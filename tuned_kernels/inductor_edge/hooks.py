@@ -73,3 +73,10 @@ def uninstall() -> None:
     config = sys.modules.get("torch._inductor.config")
     if config is not None and getattr(config, "inductor_choices_class", None) is tuned_choices:
         config.inductor_choices_class = None  # type: ignore[attr-defined]
+
+
+def forget_compiled_graphs() -> None:
+    """Dynamo forgets the graphs it compiled: the next `torch.compile`d call compiles afresh."""
+    import torch._dynamo
+
+    torch._dynamo.reset()

@@ -68,25 +68,36 @@ def merge_results(
 
 
 def carry_over(results: model.Results, current: Iterable[model.KernelIdentity]) -> tuple[model.Results, int]:
-    """`results` with every entry stored under one of these kernels' previous identity moved to its current
-    one (a script's kernel matches its previous identity under `__main__` too), unless an entry already sits
-    there; and how many moved. Entries of other kernels, and compiled kernels, are kept as they are."""
+    """`results` with every entry stored under one of these kernels' earlier names moved to its current
+    identity, unless an entry already sits there; and how many moved. An earlier name is the kernel's
+    previous identity (the older scheme's; a script's kernel matches it under `__main__` too), or, for a
+    kernel moved to another module unchanged, its name there: same function name, same source digest.
+    Entries of other kernels, and compiled kernels, are kept as they are."""
     by_previous: dict[tuple[str, str], model.KernelIdentity] = {}
+    moved_from: dict[tuple[str, str], model.KernelIdentity] = {}  # (function name, digest) -> kernel
     for kernel in current:
+        identified = dataclasses.replace(kernel, previous=None)
+        moved_from[(_function_name(kernel.name), kernel.source_hash)] = identified
         previous = kernel.previous
         if previous is not None:
-            qualname = previous.name.rsplit(".", 1)[-1]
-            for name in (previous.name, f"__main__.{qualname}"):
-                by_previous[(name, previous.source_hash)] = dataclasses.replace(kernel, previous=None)
+            for name in (previous.name, f"__main__.{_function_name(previous.name)}"):
+                by_previous[(name, previous.source_hash)] = identified
     held = {e.slot for e in results.entries}
     moved = 0
     entries = []
     for entry in results.entries:
-        now = by_previous.get((entry.kernel.name, entry.kernel.source_hash))
-        if now is not None and entry.kernel.scheme is model.IdentityScheme.TRITON_CACHE_KEY:
+        if entry.kernel.scheme is model.IdentityScheme.TRITON_CACHE_KEY:
+            now = by_previous.get((entry.kernel.name, entry.kernel.source_hash))
+        else:
+            now = moved_from.get((_function_name(entry.kernel.name), entry.kernel.source_hash))
+        if now is not None and now != entry.kernel:
             if model.slot_of(now, entry.key) in held:
                 continue
             entry = dataclasses.replace(entry, kernel=now)
             moved += 1
         entries.append(entry)
     return results.with_entries(tuple(sorted(entries, key=model.entry_sort_key))), moved
+
+
+def _function_name(kernel_name: str) -> str:
+    return kernel_name.rsplit(".", 1)[-1]

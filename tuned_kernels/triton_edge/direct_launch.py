@@ -172,3 +172,11 @@ def launch(kernel: Any, grid: Any, *args: object, **constexprs: object) -> None:
     if launches is None:
         launches = kernel._tuned_kernels_direct = DirectLaunches(kernel)
     launches(grid, args, constexprs)
+
+
+def current_stream(device_index: int) -> int:
+    """The raw handle of the current stream of GPU `device_index`, as Triton's launcher reads it (cheaper
+    than `torch.cuda.current_stream`, which builds a Python object: this is on the launch path)."""
+    from triton.runtime import driver
+
+    return int(driver.active.get_current_stream(device_index))

@@ -7,9 +7,9 @@ import itertools
 import torch
 import triton
 import triton.language as tl
-from tuned_kernels.aot.kernels import skinny_matmul, tma_matmul
 
 from tuned_kernels.choice import ImplementationChoice
+from tuned_kernels.kernels import skinny_matmul, tma_matmul
 from tuned_kernels.triton_edge.direct_launch import launch
 
 

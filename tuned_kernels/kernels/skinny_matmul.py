@@ -20,7 +20,7 @@ import torch
 import triton
 import triton.language as tl
 
-from tuned_kernels.triton_edge.direct_launch import launch
+from tuned_kernels.triton_edge.direct_launch import current_stream, launch
 
 SKINNY_M = 64  # rows up to this go to the split-K kernel
 SPLITS = (1, 2, 4, 8, 16)
@@ -142,7 +142,7 @@ def workspace(like: torch.Tensor, m: int, n: int) -> tuple[torch.Tensor, torch.T
         partial = like.new_empty(partial_need, dtype=torch.float32)
         return partial, like.new_empty(count_need, dtype=torch.int32)
     index = like.get_device()  # -1: a CPU tensor (Triton's interpreter)
-    key = (index, torch._C._cuda_getCurrentRawStream(index) if index >= 0 else 0)
+    key = (index, current_stream(index) if index >= 0 else 0)
     found = _workspaces.get(key)
     if found is None or found[0].numel() < partial_need or found[1].numel() < count_need:
         have = (0, 0) if found is None else (found[0].numel(), found[1].numel())
