@@ -10,7 +10,8 @@ from typing import Protocol
 
 from tuned_kernels.aot.corpus import Case
 
-from tuned_kernels.model import Config, Target
+from tuned_kernels.model import Config, Entry, Target, TuningKey
+from tuned_kernels.nearest import nearest_key
 
 
 class SeedHeuristic(Protocol):
@@ -83,4 +84,22 @@ def heuristic_seeds(target: Target, family: str, case: Case, space: Sequence[Con
     for heuristic in HEURISTICS:
         if heuristic.is_eligible(target, family):
             seeds += heuristic.seed_configs(target, case, space)
+    return seeds
+
+
+def seeds_for(
+    target: Target,
+    family: str,
+    case: Case,
+    key: TuningKey,
+    space: Sequence[Config],
+    earlier: Sequence[Entry],
+) -> list[Config]:
+    """Where a seeded search starts: the winner and runners-up of the nearest key tuned `earlier` (entries
+    of this kernel from a previous run), then the heuristics' seeds."""
+    seeds = heuristic_seeds(target, family, case, space)
+    by_key = {e.key: e for e in earlier}
+    near = nearest_key(key, by_key)
+    if near is not None:
+        seeds = [by_key[near].best, *(t.config for t in by_key[near].timings[:2]), *seeds]
     return seeds

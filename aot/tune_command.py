@@ -1,7 +1,8 @@
 """`tuned-kernels tune`: tunes a corpus on this machine's target into a results file.
 
-With several GPUs visible, this process tunes on the first and one worker process per other GPU joins it;
-each takes the next key nobody has claimed, and the parts are merged.
+With several GPUs visible, this process tunes on the first and one worker process per other GPU joins it
+(`python -m tuned_kernels.aot.tune_command WORKER.json`: the request, its part file and the claims folder,
+as data); each takes the next key nobody has claimed, and the parts are merged.
 """
 
 from __future__ import annotations
@@ -14,23 +15,31 @@ import subprocess
 import sys
 import tempfile
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 from tuned_kernels.aot.corpus_loader import load_corpus, select_families
 from tuned_kernels.aot.progress import Progress
-from tuned_kernels.aot.tuner import TuneOptions, Tuner, TuneReport, merge_reports, work_items
+from tuned_kernels.aot.tuner import (
+    EVERY_ITEM,
+    Claims,
+    TuneOptions,
+    Tuner,
+    TuneReport,
+    merge_reports,
+    work_items,
+)
 from tuned_kernels.hardware import compiler_fingerprint, detect
 
 from tuned_kernels import model, resolving
 from tuned_kernels.errors import ResultsFormatError
 from tuned_kernels.results import merge_results, read_results, write_results
 from tuned_kernels.results.locate import results_files_given
+from tuned_kernels.timestamps import utc_now
 from tuned_kernels.triton_edge.benchmarker import default_benchmarker
 from tuned_kernels.version import TOOL_VERSION
-
-CLAIMS_ENV = "TUNED_KERNELS_TUNE_CLAIMS"  # set for worker processes: where keys are claimed
 
 
 @dataclass(frozen=True)
@@ -43,6 +52,15 @@ class TuneRequest:
     seed_files: Sequence[str] = ()
     options: TuneOptions = field(default_factory=TuneOptions)
 
+    def to_json(self) -> dict[str, Any]:
+        return dataclasses.asdict(self)
+
+    @staticmethod
+    def from_json(data: dict[str, Any]) -> TuneRequest:
+        options = TuneOptions(**{**data["options"], "shard": tuple(data["options"]["shard"])})
+        lists = {name: tuple(data[name]) for name in ("kernels", "seed_files")}
+        return TuneRequest(**{**data, **lists, "options": options})
+
 
 def header_now(target: model.Target, producer: model.Producer, created_at: str) -> model.Header:
     return model.Header(target, compiler_fingerprint(target), producer, TOOL_VERSION, created_at)
@@ -53,35 +71,31 @@ def run_tune(request: TuneRequest, created_at: str) -> TuneReport:
 
     target = detect()
     gpus = torch.cuda.device_count() if target.arch != "cpu" else 0
-    claims = os.environ.get(CLAIMS_ENV)
-    if claims:  # a worker started by _run_workers: its report goes beside its part, for the merged one
-        report = _tune_here(request, target, created_at, claimer(Path(claims)))
-        _report_path(request.output).write_text(json.dumps(dataclasses.asdict(report)))
-        return report
     if gpus > 1:
         return _run_workers(request, gpus, target, created_at)
     return _tune_here(request, target, created_at)
 
 
-def claimer(folder: Path) -> Callable[[int], bool]:
+class ClaimFolder:
     """Work items are shared out as they are reached: the first process to create item i's claim file
     tunes it (so a GPU that finishes early takes more keys, instead of waiting on a fixed slice)."""
 
-    def claim(index: int) -> bool:
+    def __init__(self, folder: Path) -> None:
+        self.folder = folder
+
+    def take(self, index: int) -> bool:
         try:
-            os.close(os.open(folder / str(index), os.O_CREAT | os.O_EXCL | os.O_WRONLY))
+            os.close(os.open(self.folder / str(index), os.O_CREAT | os.O_EXCL | os.O_WRONLY))
         except FileExistsError:
             return False
         return True
-
-    return claim
 
 
 def _tune_here(
     request: TuneRequest,
     target: model.Target,
     created_at: str,
-    claim: Callable[[int], bool] = lambda _: True,
+    claims: Claims = EVERY_ITEM,
 ) -> TuneReport:
     families = select_families(load_corpus(request.corpus), request.kernels)
     header = header_now(target, model.Producer.TUNE, created_at)
@@ -109,7 +123,7 @@ def _tune_here(
         blobs,
     )
     with resolving.installed(None):  # the tuner measures configs itself: bundles must not answer for it
-        report = tuner.run(work_items(families, request.shapes, request.options.shard), done, save, claim)
+        report = tuner.run(work_items(families, request.shapes, request.options.shard), done, save, claims)
     progress.close()
     if not Path(request.output).exists():
         save(done)  # an empty shard still writes a valid file
@@ -131,7 +145,7 @@ def _run_workers(request: TuneRequest, gpus: int, target: model.Target, created_
         procs = [_start_worker(request, gpu, parts[gpu], claims, resume) for gpu in range(1, gpus)]
         try:
             own = _tune_here(
-                dataclasses.replace(request, output=parts[0]), target, created_at, claimer(claims)
+                dataclasses.replace(request, output=parts[0]), target, created_at, ClaimFolder(claims)
             )
         finally:
             failed = [gpu for gpu, p in enumerate(procs, 1) if p.wait() != 0]
@@ -146,18 +160,29 @@ def _run_workers(request: TuneRequest, gpus: int, target: model.Target, created_
 def _start_worker(
     request: TuneRequest, gpu: int, part: str, claims: Path, resume: bool
 ) -> subprocess.Popen[bytes]:
-    options = request.options
-    argv = [sys.executable, "-m", "tuned_kernels", "tune", "--corpus", request.corpus, "--shapes", request.shapes,
-            "-o", part, "--shard", "{}/{}".format(*options.shard), "--strategy", options.strategy,
-            "--jobs", str(options.jobs), "--artifacts", options.artifacts]  # fmt: skip
-    argv += ["--resume"] if resume else []
-    argv += [a for k in request.kernels for a in ("--kernels", k)]
-    argv += [a for s in request.seed_files for a in ("--seed-from", s)]
-    if options.time_budget_s is not None:
-        argv += ["--time-budget", str(options.time_budget_s)]
-    env = {**os.environ, CLAIMS_ENV: str(claims), "CUDA_VISIBLE_DEVICES": _device_of(gpu)}
-    # the workers' summaries go to stderr: stdout carries this command's own (perhaps JSON) summary
+    spec = claims.parent / f"worker{gpu}.json"
+    work = {
+        "request": dataclasses.replace(request, output=part, resume=resume).to_json(),
+        "claims": str(claims),
+    }
+    spec.write_text(json.dumps(work))
+    env = {**os.environ, "CUDA_VISIBLE_DEVICES": _device_of(gpu)}
+    # the workers' progress goes to stderr: stdout carries this command's own (perhaps JSON) summary
+    argv = [sys.executable, "-m", "tuned_kernels.aot.tune_command", str(spec)]
     return subprocess.Popen(argv, env=env, stdout=sys.stderr)
+
+
+def run_worker(spec: Path) -> int:
+    """A worker started by `_run_workers`: tunes the keys it claims into its part, and writes its report
+    beside the part for the merged one."""
+    from tuned_kernels.hardware.probe import interpret_without_gpu
+
+    interpret_without_gpu()
+    work = json.loads(spec.read_text())
+    request = TuneRequest.from_json(work["request"])
+    report = _tune_here(request, detect(), utc_now(), ClaimFolder(Path(work["claims"])))
+    _report_path(request.output).write_text(json.dumps(dataclasses.asdict(report)))
+    return 0
 
 
 def _merge_parts(parts: Sequence[str], target: model.Target, created_at: str, output: str) -> model.Results:
@@ -194,3 +219,7 @@ def _device_of(gpu: int) -> str:
         if gpu < len(ids):
             return ids[gpu]
     return str(gpu)
+
+
+if __name__ == "__main__":
+    sys.exit(run_worker(Path(sys.argv[1])))

@@ -10,21 +10,18 @@ from __future__ import annotations
 import contextlib
 import functools
 import time
-from collections.abc import Callable, Iterable, Iterator, Sequence
+from collections.abc import Callable, Sequence
 from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Protocol
 
-from tuned_kernels.aot.answers import TunedAnswers
 from tuned_kernels.aot.corpus import Case, Corpus, KernelFamily
-from tuned_kernels.aot.heuristics import heuristic_seeds
+from tuned_kernels.aot.heuristics import seeds_for
+from tuned_kernels.aot.kinds import kind_of
 from tuned_kernels.aot.progress import ProgressEvent
 
-from tuned_kernels import model, resolving, search
-from tuned_kernels.choice import ImplementationChoice
-from tuned_kernels.nearest import nearest_key
-from tuned_kernels.triton_edge import autotuner
-from tuned_kernels.triton_edge.benchmarker import Benchmarker, launch_inclusive
+from tuned_kernels import model, search
+from tuned_kernels.triton_edge.benchmarker import Benchmarker
 from tuned_kernels.triton_edge.compile import artifact_of, is_compiled_kernel, warmup
 from tuned_kernels.triton_edge.keys import config_from_triton, kernel_identity
 from tuned_kernels.triton_edge.launch import LaunchesAnother, config_space, forced_config, probe_key
@@ -101,6 +98,30 @@ def merge_reports(reports: Sequence[TuneReport], seconds: float) -> TuneReport:
     return merged
 
 
+class Claims(Protocol):
+    """Which work items this process tunes, when several share one run's items (one per GPU)."""
+
+    def take(self, index: int) -> bool:
+        """True: item `index` is this process's (asked once, when the run reaches it)."""
+        ...
+
+
+class _EveryItem:
+    def take(self, index: int) -> bool:
+        return True
+
+
+EVERY_ITEM: Claims = _EveryItem()
+
+
+@dataclass
+class TuneTimes:
+    """Seconds a run spent waiting for compiles (those not hidden behind measuring), and measuring."""
+
+    compile: float = 0.0
+    benchmark: float = 0.0
+
+
 @dataclass(frozen=True)
 class WorkItem:
     family: KernelFamily
@@ -132,8 +153,7 @@ class Tuner:
         self.seeds_from = seeds_from
         self.on_progress = on_progress
         self.blobs = blobs if blobs is not None else {}  # artifact file contents, shared with the writer
-        # waiting for compilation not hidden behind measuring; inside the benchmarker
-        self.seconds = {"compile": 0.0, "benchmark": 0.0}
+        self.times = TuneTimes()
 
     # -- one case -----------------------------------------------------------------------------------
 
@@ -142,7 +162,7 @@ class Tuner:
         key, named = probe_key(item.family.kernel, lambda: item.family.run(inputs))
         return key, named, inputs
 
-    def _slot_on_meta(self, item: WorkItem) -> model.EntrySlot | None:
+    def slot_on_meta(self, item: WorkItem) -> model.EntrySlot | None:
         """The item's slot probed with inputs on torch's `meta` device (shapes, no data); None when the
         family cannot make its inputs there; raises `LaunchesAnother` as a real probe would."""
         try:
@@ -162,12 +182,7 @@ class Tuner:
         check_inputs = family.make_inputs(item.case, self.device, self._generator(CHECK_SEED_OFFSET))
         reference = family.reference(check_inputs)
         space = {config_from_triton(c): c for c in config_space(kernel, named)}
-        # implementations of one op are compared with their launches counted; a kernel's configs on the device
-        benchmarker = (
-            launch_inclusive(self.benchmarker)
-            if isinstance(kernel, ImplementationChoice)
-            else self.benchmarker
-        )
+        benchmarker = kind_of(kernel).benchmarker(self.benchmarker)
         rejected: list[model.Rejection] = []
         progress: dict[str, Any] = {"done": 0, "best": None, "best_ms": None}
         on_config(0, len(space), None, None)
@@ -192,7 +207,7 @@ class Tuner:
                         try:
                             return benchmarker(lambda: family.run(bench_inputs))
                         finally:
-                            self.seconds["benchmark"] += time.monotonic() - t0
+                            self.times.benchmark += time.monotonic() - t0
                 except Exception as exc:  # a config that fails to compile or run must not stop the tune
                     reason = f"failed: {type(exc).__name__}: {first_line(exc)}"
             rejected.append(model.Rejection(config, reason))
@@ -221,7 +236,9 @@ class Tuner:
         self, family: KernelFamily, case: Case, key: model.TuningKey, space: list[model.Config], measure: Any
     ) -> tuple[dict[model.Config, float | None], model.FoundBy]:
         if self.options.strategy == "seeded":
-            seeds = self._seeds(family, case, key, space)
+            name = kernel_identity(family.kernel).name
+            earlier = [e for e in self.seeds_from if e.kernel.name == name]
+            seeds = seeds_for(self.target, family.name, case, key, space, earlier)
             return search.seeded(space, seeds, measure), model.FoundBy.SEEDED
         return search.exhaustive(space, measure), model.FoundBy.EXHAUSTIVE
 
@@ -242,18 +259,7 @@ class Tuner:
             found.append(artifact)
         return tuple(found)
 
-    def _seeds(
-        self, family: KernelFamily, case: Case, key: model.TuningKey, space: Sequence[model.Config]
-    ) -> list[model.Config]:
-        seeds = heuristic_seeds(self.target, family.name, case, space)
-        name = kernel_identity(family.kernel).name
-        earlier = {e.key: e for e in self.seeds_from if e.kernel.name == name}
-        near = nearest_key(key, earlier)
-        if near is not None:
-            seeds = [earlier[near].best, *(t.config for t in earlier[near].timings[:2]), *seeds]
-        return seeds
-
-    def _start_compiling(
+    def start_compiling(
         self, pool: ThreadPoolExecutor, kernel: Any, named: dict[str, Any]
     ) -> list[Future[None]]:
         """Compiles every config of the space on `pool` in the background, so a key's space compiles while
@@ -274,55 +280,32 @@ class Tuner:
 
         return torch.Generator().manual_seed(self.options.seed + offset)
 
-    # -- a whole run ----------------------------------------------------------------------------------
-
     def run(
         self,
         items: Sequence[WorkItem],
         done: dict[model.EntrySlot, model.Entry],
         save: Callable[[dict[model.EntrySlot, model.Entry]], None],
-        claim: Callable[[int], bool] = lambda _: True,
+        claims: Claims = EVERY_ITEM,
     ) -> TuneReport:
-        """Tunes `items` in order, skipping slots in `done` and items another process claimed (`claim(i)`
-        is asked once per item, when this run reaches it); each new entry goes into `done` and `save`.
-        While one key is measured, the next key's space compiles on the compile threads."""
-        run = _Run(self, items, done, claim)
-        try:
-            for n, item in enumerate(items, 1):
-                budget = self.options.time_budget_s
-                if budget is not None and time.monotonic() - run.start > budget:
-                    run.report.stopped_early = True
-                    break
-                if run.mine(n - 1) and run.tune_item(n, item):
-                    save(done)
-        finally:
-            run.compilers.shutdown(wait=False, cancel_futures=True)
-        return self._finish(run.report, run.start)
-
-    def _finish(self, report: TuneReport, start: float) -> TuneReport:
-        report.seconds = time.monotonic() - start
-        report.compile_seconds = self.seconds["compile"]
-        report.benchmark_seconds = self.seconds["benchmark"]
-        if self.options.artifacts == "none":
-            report.artifact_note = "not kept (--artifacts none)"
-        elif not artifacts_apply(self.target):
-            report.artifact_note = "do not apply to the cpu target (Triton's interpreter compiles nothing)"
-        else:
-            report.artifact_note = f"{report.artifacts} compiled kernels kept, {report.artifact_bytes} bytes"
-        return report
+        """Tunes `items` in order, skipping slots in `done` and items another process claimed; each new
+        entry goes into `done` and `save`. While one key is measured, the next key's space compiles on the
+        compile threads."""
+        return TuneRun(self, items, done, claims).run(save)
 
 
-class _Run:
-    """One `Tuner.run`: which items are this process's, the keys probed (and compiling) ahead, progress."""
+class TuneRun:
+    """One `Tuner.run`: which items are this process's, the keys probed (and compiling) ahead, progress.
+    What it needs of the tuner is public: `key_of`, `slot_on_meta`, `start_compiling`, `tune_case`,
+    `times`, `options` and `on_progress`."""
 
     def __init__(
         self,
         tuner: Tuner,
         items: Sequence[WorkItem],
         done: dict[model.EntrySlot, model.Entry],
-        claim: Callable[[int], bool],
+        claims: Claims,
     ) -> None:
-        self.tuner, self.items, self.done, self.claim = tuner, items, done, claim
+        self.tuner, self.items, self.done, self.claims = tuner, items, done, claims
         self.report = TuneReport(cases=len(items))
         self.start = time.monotonic()
         self.ahead: dict[int, tuple[model.EntrySlot, Probed, list[Future[None]]] | None] = {}
@@ -331,9 +314,34 @@ class _Run:
         jobs = max(1, tuner.options.jobs)
         self.compilers = ThreadPoolExecutor(jobs, thread_name_prefix="tuned-kernels-compile")
 
+    def run(self, save: Callable[[dict[model.EntrySlot, model.Entry]], None]) -> TuneReport:
+        try:
+            for n, item in enumerate(self.items, 1):
+                budget = self.tuner.options.time_budget_s
+                if budget is not None and time.monotonic() - self.start > budget:
+                    self.report.stopped_early = True
+                    break
+                if self.mine(n - 1) and self.tune_item(n, item):
+                    save(self.done)
+        finally:
+            self.compilers.shutdown(wait=False, cancel_futures=True)
+        return self.finish()
+
+    def finish(self) -> TuneReport:
+        report, options, times = self.report, self.tuner.options, self.tuner.times
+        report.seconds = time.monotonic() - self.start
+        report.compile_seconds, report.benchmark_seconds = times.compile, times.benchmark
+        if options.artifacts == "none":
+            report.artifact_note = "not kept (--artifacts none)"
+        elif not artifacts_apply(self.tuner.target):
+            report.artifact_note = "do not apply to the cpu target (Triton's interpreter compiles nothing)"
+        else:
+            report.artifact_note = f"{report.artifacts} compiled kernels kept, {report.artifact_bytes} bytes"
+        return report
+
     def mine(self, i: int) -> bool:
         if i not in self.claimed:
-            self.claimed[i] = self.claim(i)
+            self.claimed[i] = self.claims.take(i)
         return self.claimed[i]
 
     def next_mine(self, i: int) -> int:
@@ -348,7 +356,7 @@ class _Run:
         item = self.items[i]
         self.ahead[i] = None
         try:  # no inputs made for keys finished earlier or another family's: probed on `meta` first
-            if self.tuner._slot_on_meta(item) in self.done:
+            if self.tuner.slot_on_meta(item) in self.done:
                 return
             probed = self.tuner.key_of(item)
         except LaunchesAnother:
@@ -356,7 +364,7 @@ class _Run:
             return
         slot = slot_of(item, probed)
         if slot not in self.done:
-            compiling = self.tuner._start_compiling(self.compilers, item.family.kernel, probed[1])
+            compiling = self.tuner.start_compiling(self.compilers, item.family.kernel, probed[1])
             self.ahead[i] = (slot, probed, compiling)
 
     def tune_item(self, n: int, item: WorkItem) -> bool:
@@ -376,12 +384,10 @@ class _Run:
         t0 = time.monotonic()
         for job in compiling:
             job.result()
-        self.tuner.seconds["compile"] += time.monotonic() - t0
+        self.tuner.times.compile += time.monotonic() - t0
         t0 = time.monotonic()
-        # an implementation choice runs kernels tuned earlier in this run: they serve their entries
-        choice = isinstance(item.family.kernel, ImplementationChoice)
         try:
-            with _answering(self.done.values()) if choice else contextlib.nullcontext():
+            with kind_of(item.family.kernel).measuring(self.done.values()):
                 entry = self.tuner.tune_case(item, probed, functools.partial(self.progress, n, item))
         except NoValidConfig as exc:
             self.report.failed.append(str(exc))
@@ -447,10 +453,3 @@ def mismatch(out: Any, reference: Any, tolerance: tuple[float, float]) -> str | 
 def first_line(exc: BaseException) -> str:
     text = str(exc).strip()
     return text.splitlines()[0][:200] if text else ""
-
-
-@contextlib.contextmanager
-def _answering(entries: Iterable[model.Entry]) -> Iterator[None]:
-    """Within this block, kernels tuned in this run launch with their winners."""
-    with autotuner.patched(), resolving.installed(TunedAnswers(entries)):
-        yield

@@ -24,9 +24,7 @@ BATCH = 64
 
 
 class CompiledKernelBatch:
-    def __init__(
-        self, path: Path, header: Callable[[], model.Header], on_problem: Callable[[str], None]
-    ) -> None:
+    def __init__(self, path: Path, header: model.Header, on_problem: Callable[[str], None]) -> None:
         self.path = path
         self.header = header
         self.on_problem = on_problem
@@ -62,6 +60,6 @@ class CompiledKernelBatch:
         from tuned_kernels.results import overlay
 
         try:
-            overlay.add_to_overlay(self.path, self.header(), entries, blobs, None)
+            overlay.add_to_overlay(self.path, self.header, entries, blobs, None)
         except Exception as exc:
             self.on_problem(f"could not keep {len(entries)} compiled kernels: {one_line(str(exc))}")

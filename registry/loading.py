@@ -93,9 +93,7 @@ def load(settings: Settings, opened: OpenedBundles, on_problem: Problem) -> Load
         on_problem,
     )
     loaded = Loaded(target, compiler, selection, sources)
-
-    def header() -> model.Header:
-        return loaded.header(model.Producer.CAPTURE)
+    header = loaded.header(model.Producer.CAPTURE)  # the schema's producers: tune, capture, merge
 
     store = _compiled_kernels(selection, views, target, compiler, on_problem)
     capture = None if settings.capture is None else CaptureSink(settings.capture, header, on_problem)

@@ -17,8 +17,6 @@ from tuned_kernels.errors import one_line
 from tuned_kernels.inductor_edge import keys as inductor_keys
 from tuned_kernels.resolving import Compiled
 
-Header = Callable[[], model.Header]  # the header a write starts a file with
-
 
 class Sink(Protocol):
     path: Path | None
@@ -35,7 +33,7 @@ class _ResultsFile:
     overlay is left alone (`retry=False`), a capture file is tried again (every entry matters there)."""
 
     def __init__(
-        self, path: Path | None, header: Header, on_problem: Callable[[str], None], retry: bool
+        self, path: Path | None, header: model.Header, on_problem: Callable[[str], None], retry: bool
     ) -> None:
         self.path = path
         self.header = header
@@ -51,7 +49,7 @@ class _ResultsFile:
         from tuned_kernels.results import overlay
 
         try:
-            overlay.add_to_overlay(self.path, self.header(), entries, blobs, limit, supersede=supersede)
+            overlay.add_to_overlay(self.path, self.header, entries, blobs, limit, supersede=supersede)
         except Exception as exc:  # read-only or full disk, lock time-out: keep running, say so once
             if not self.failed:
                 self.failed = True
@@ -63,7 +61,7 @@ class _ResultsFile:
 class OverlaySink:
     """Serving: the overlay, at most `overlay.MAX_ENTRIES` entries (None: no usable overlay)."""
 
-    def __init__(self, path: Path | None, header: Header, on_problem: Callable[[str], None]) -> None:
+    def __init__(self, path: Path | None, header: model.Header, on_problem: Callable[[str], None]) -> None:
         self.path = path
         self._file = _ResultsFile(path, header, on_problem, retry=False)
 
@@ -79,7 +77,7 @@ class CaptureSink:
     """Capturing: the `-o` file, unbounded; each winner goes with its compiled kernel, and the kernels the
     program compiles outside tuning are batched into it (compiled_batch.py)."""
 
-    def __init__(self, path: Path, header: Header, on_problem: Callable[[str], None]) -> None:
+    def __init__(self, path: Path, header: model.Header, on_problem: Callable[[str], None]) -> None:
         self.path: Path | None = path
         self.on_problem = on_problem
         self._file = _ResultsFile(path, header, on_problem, retry=True)

@@ -101,4 +101,4 @@ def capture_sink(path: Path) -> CaptureSink:
     from tuned_kernels.errors import warn
 
     header = model.Header(CPU, TRITON_39, model.Producer.CAPTURE, "0.1.0", "2026-11-22T12:00:00Z")
-    return CaptureSink(path, lambda: header, warn)
+    return CaptureSink(path, header, warn)

@@ -441,7 +441,7 @@ def test_a_failure_inside_the_hooks_leaves_inductors_choice_with_one_warning(
         raise AttributeError("'KernelInputs' object has no attribute 'shapes_hinted'")  # another torch
 
     monkeypatch.setattr(choices, "key_of", broken)
-    monkeypatch.setattr(choices, "_failed", set())
+    monkeypatch.setattr(choices, "_state", choices._Lowering())
     registry = Registry(Settings())
     with pytest.warns(TunedKernelsWarning, match="could not look up Inductor's GEMM choice: AttributeError"):
         _compile_mm(registry)  # and the output is right

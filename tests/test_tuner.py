@@ -14,7 +14,7 @@ from tuned_kernels.aot.corpus import Case
 from tuned_kernels.aot.corpus_loader import load_corpus
 from tuned_kernels.aot.heuristics import heuristic_seeds
 from tuned_kernels.aot.progress import Eta, Progress, ProgressEvent, bar_line
-from tuned_kernels.aot.tuner import TuneOptions, Tuner, work_items
+from tuned_kernels.aot.tuner import EVERY_ITEM, Claims, TuneOptions, Tuner, work_items
 from tuned_kernels.hardware import target_for_arch
 
 from tuned_kernels import model
@@ -31,7 +31,7 @@ def tune(
     items_limit: int | None = None,
     done: dict[model.EntrySlot, model.Entry] | None = None,
     on_progress: Callable[[ProgressEvent], None] = lambda _: None,
-    claim: Callable[[int], bool] = lambda _: True,
+    claims: Claims = EVERY_ITEM,
 ) -> tuple[dict[model.EntrySlot, model.Entry], int]:
     corpus = load_corpus(PLANTED)
     calls = {"n": 0}
@@ -45,7 +45,7 @@ def tune(
     tuner = Tuner(target_for_arch("cpu"), "cpu", bench, TuneOptions(shard=shard), on_progress=on_progress)
     items = work_items(corpus, "quick", shard)[:items_limit]
     held = dict(done or {})
-    tuner.run(items, held, lambda _: None, claim)
+    tuner.run(items, held, lambda _: None, claims)
     return held, calls["n"]
 
 
@@ -276,15 +276,15 @@ def test_capture_records_a_programs_own_autotuned_kernel(tmp_path: Path) -> None
 
 
 def test_keys_another_process_claimed_are_left_to_it(tmp_path: Path) -> None:
-    from tuned_kernels.aot.tune_command import claimer
+    from tuned_kernels.aot.tune_command import ClaimFolder
 
     claims = tmp_path / "claims"
     claims.mkdir()
     (claims / "1").touch()  # another GPU's process reached item 1 first
-    entries, _ = tune(tmp_path, claim=claimer(claims))
+    entries, _ = tune(tmp_path, claims=ClaimFolder(claims))
     assert sorted(e.key[0] for e in entries.values()) == [100, 1000, 3000]
     assert sorted(p.name for p in claims.iterdir()) == ["0", "1", "2", "3"]
-    again, calls = tune(tmp_path, claim=claimer(claims))  # a latecomer finds every item taken
+    again, calls = tune(tmp_path, claims=ClaimFolder(claims))  # a latecomer finds every item taken
     assert again == {} and calls == 0
 
 

@@ -25,8 +25,9 @@ MAX_FAST_KEYS = 4096
 
 
 class ImplementationChoice:
-    """`signature` names the op's arguments (its source is the choice's identity); `key` the arguments
-    whose values select; `impls` the implementations by name, the default first."""
+    """A `triton_edge.keys.Tunable`, as an `@triton.autotune` kernel is. `signature` names the op's arguments
+    (its source is the choice's identity); `key` the arguments whose values select; `impls` the
+    implementations by name, the default first."""
 
     def __init__(
         self, signature: Callable[..., Any], impls: dict[str, Callable[..., Any]], key: list[str]

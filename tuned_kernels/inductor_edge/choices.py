@@ -21,7 +21,7 @@ import functools
 import weakref
 from collections import Counter
 from collections.abc import Callable, Generator, Iterator
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 from torch._inductor.lookup_table import LookupTableChoices
@@ -42,14 +42,25 @@ class _Missed:
     decision: Decision
 
 
-# the choices handed to Inductor on a miss, until its autotuning reports their timings
-_missed: weakref.WeakKeyDictionary[Any, _Missed] = weakref.WeakKeyDictionary()
-# the timings last recorded per missed key, which the final choice of its GEMM is remembered with
-_recorded: dict[model.EntrySlot, dict[model.Config, float]] = {}
-# the choices served, with the GEMM each was served for
-_served: weakref.WeakKeyDictionary[Any, fusion.Gemm] = weakref.WeakKeyDictionary()
-# per graph being lowered, how many GEMMs of each key it has had
-_seen: weakref.WeakKeyDictionary[Any, Counter[model.TuningKey]] = weakref.WeakKeyDictionary()
+@dataclass
+class _Lowering:
+    """What this edge keeps between Inductor's calls into it, for the process (Inductor's objects, held
+    weakly where they are its own): its only state."""
+
+    # the choices handed to Inductor on a miss, until its autotuning reports their timings
+    missed: weakref.WeakKeyDictionary[Any, _Missed] = field(default_factory=weakref.WeakKeyDictionary)
+    # the timings last recorded per missed key, which the final choice of its GEMM is remembered with
+    recorded: dict[model.EntrySlot, dict[model.Config, float]] = field(default_factory=dict)
+    # the choices served, with the GEMM each was served for
+    served: weakref.WeakKeyDictionary[Any, fusion.Gemm] = field(default_factory=weakref.WeakKeyDictionary)
+    # per graph being lowered, how many GEMMs of each key it has had
+    seen: weakref.WeakKeyDictionary[Any, Counter[model.TuningKey]] = field(
+        default_factory=weakref.WeakKeyDictionary
+    )
+    failed: set[str] = field(default_factory=set)  # what could not be done, said once
+
+
+_state = _Lowering()
 
 
 def at_occurrence(key: model.TuningKey, occurrence: int) -> model.TuningKey:
@@ -60,7 +71,7 @@ def at_occurrence(key: model.TuningKey, occurrence: int) -> model.TuningKey:
 def _occurrence_key(key: model.TuningKey) -> model.TuningKey:
     from torch._inductor.virtualized import V
 
-    seen = _seen.setdefault(V.graph, Counter())
+    seen = _state.seen.setdefault(V.graph, Counter())
     occurrence = seen[key]
     seen[key] += 1
     return at_occurrence(key, occurrence)
@@ -125,14 +136,11 @@ def _serve(
         decision = resolver.decide(identity, asked, own.__contains__)
         if decision.served:
             served = own[decision.configs[0]]
-            _served[served] = fusion.Gemm(identity, occurrence_key)
+            _state.served[served] = fusion.Gemm(identity, occurrence_key)
             return served
     for config, ktc in own.items():
-        _missed[ktc] = _Missed(identity, key, occurrence_key, config, decision)
+        _state.missed[ktc] = _Missed(identity, key, occurrence_key, config, decision)
     return None
-
-
-_failed: set[str] = set()
 
 
 @contextlib.contextmanager
@@ -141,8 +149,8 @@ def _never_breaking_the_compile(resolver: resolving.Resolver, what: str) -> Iter
     try:
         yield
     except Exception as exc:
-        if what not in _failed:
-            _failed.add(what)
+        if what not in _state.failed:
+            _state.failed.add(what)
             resolver.warn(f"could not {what}: {one_line(f'{type(exc).__name__}: {exc}')}; Inductor decides")
 
 
@@ -174,7 +182,7 @@ def _remember(resolver: resolving.Resolver, timings: dict[Any, float]) -> None:
             measured[missed.config] = float(ms)
     entry = resolver.record(Measured(winner.identity, winner.key, winner.decision, measured))
     if entry is not None:
-        _recorded[entry.slot] = measured
+        _state.recorded[entry.slot] = measured
 
 
 def remember_final_choice(resolver: resolving.Resolver, caller: Any) -> None:
@@ -186,7 +194,7 @@ def remember_final_choice(resolver: resolving.Resolver, caller: Any) -> None:
     missed = _missed_of(caller)
     if missed is None:
         return
-    recorded = _recorded.get(model.slot_of(missed.identity, missed.key))
+    recorded = _state.recorded.get(model.slot_of(missed.identity, missed.key))
     if recorded is None or missed.config not in recorded:
         return
     resolver.record(
@@ -238,7 +246,7 @@ def _ktc_of(made: Any) -> Any:
 
 def _missed_of(caller: Any) -> _Missed | None:
     ktc = _ktc_of(caller)
-    return _missed.get(ktc) if ktc is not None else None
+    return _state.missed.get(ktc) if ktc is not None else None
 
 
 def _timed_gemm(template: Any) -> fusion.Gemm | None:
@@ -256,4 +264,4 @@ def _timed_gemm(template: Any) -> fusion.Gemm | None:
 def _served_gemm(template: Any) -> fusion.Gemm | None:
     """The GEMM of a template buffer served its one choice."""
     ktc = _ktc_of(template)
-    return _served.get(ktc) if ktc is not None else None
+    return _state.served.get(ktc) if ktc is not None else None

@@ -65,13 +65,11 @@ class LaunchInclusiveBenchmarker:
         calls: int = 20,
         batches: int = 5,
         synchronize: Callable[[], object] | None = None,
-        clock: Callable[[], float] = time.perf_counter,
     ) -> None:
         self.device = device
         self.calls = calls  # few enough to be issued without waiting for the device's queue
         self.batches = batches
         self.synchronize = synchronize  # waits for the device (default: the active Triton driver's)
-        self.clock = clock  # seconds
 
     def __call__(self, fn: Callable[[], object]) -> float:
         return max(self.device(fn), self.host_ms(fn))
@@ -82,10 +80,10 @@ class LaunchInclusiveBenchmarker:
         samples = []
         for _ in range(self.batches):
             synchronize()
-            t0 = self.clock()
+            t0 = time.perf_counter()
             for _ in range(self.calls):
                 fn()
-            samples.append((self.clock() - t0) * 1e3 / self.calls)
+            samples.append((time.perf_counter() - t0) * 1e3 / self.calls)
         synchronize()
         return statistics.median(samples)
 

@@ -9,10 +9,26 @@ from __future__ import annotations
 import hashlib
 import inspect
 from collections.abc import Mapping
-from typing import Any
+from typing import Any, Protocol
 
 from tuned_kernels import model
 from tuned_kernels.triton_edge.source_identity import module_name, source_digest
+
+
+class Tunable(Protocol):
+    """What this edge reads and drives of a tunable kernel: Triton's `Autotuner`, or an object that stands
+    for one where it matters (`choice.ImplementationChoice`)."""
+
+    fn: Any  # the function under it (a JITFunction, heuristics around one, or the op's signature)
+    arg_names: list[str]
+    keys: list[str]  # the `key=` arguments
+    configs: list[Any]  # triton.Config
+    cache: dict[Any, Any]  # the config chosen per tuning key
+    nargs: dict[str, Any] | None  # the named arguments of the launch being tuned
+
+    def prune_configs(self, kwargs: dict[str, Any]) -> list[Any]: ...
+
+    def run(self, *args: Any, **kwargs: Any) -> Any: ...
 
 
 def autotuner_class() -> Any:
@@ -22,14 +38,14 @@ def autotuner_class() -> Any:
     return Autotuner
 
 
-def base_function(autotuner: Any) -> Any:
+def base_function(autotuner: Tunable) -> Any:
     fn = autotuner.fn
     while not inspect.isfunction(fn):
         fn = fn.fn
     return fn
 
 
-def jit_function(autotuner: Any) -> Any:
+def jit_function(autotuner: Tunable) -> Any:
     """The JITFunction (or InterpretedFunction) under any stack of heuristics."""
     fn = autotuner.fn
     while type(fn).__name__ not in ("JITFunction", "InterpretedFunction") and hasattr(fn, "fn"):
@@ -37,7 +53,7 @@ def jit_function(autotuner: Any) -> Any:
     return fn
 
 
-def kernel_identity(autotuner: Any) -> model.KernelIdentity:
+def kernel_identity(autotuner: Tunable) -> model.KernelIdentity:
     """Its name (the module as imported, even for the script being run) and a digest of what decides its
     behaviour, position and formatting left out (source_identity.py); its `previous` identity is the older
     scheme's (the name as Python gave it, Triton's `cache_key` or a hash of the source text), which files
@@ -56,7 +72,7 @@ def kernel_identity(autotuner: Any) -> model.KernelIdentity:
     identity = model.KernelIdentity(
         f"{module_name(fn)}.{fn.__qualname__}", source_digest(fn), params, previous=previous
     )
-    autotuner._tuned_kernels_identity = identity
+    autotuner._tuned_kernels_identity = identity  # type: ignore[attr-defined]  # computed once per kernel
     return identity
 
 
@@ -69,7 +85,7 @@ def scalar(value: Any) -> model.Scalar:
     return str(value)
 
 
-def tuning_key(autotuner: Any, named_args: Mapping[str, Any]) -> model.TuningKey:
+def tuning_key(autotuner: Tunable, named_args: Mapping[str, Any]) -> model.TuningKey:
     args = {k: v for k, v in named_args.items() if k in autotuner.arg_names}
     key = [scalar(args[name]) for name in autotuner.keys if name in args]
     key += [str(arg.dtype) for arg in args.values() if hasattr(arg, "dtype")]
@@ -99,7 +115,7 @@ def config_to_triton(config: model.Config) -> Any:
     )
 
 
-def kernel_space(autotuner: Any, kwargs: Mapping[str, Any]) -> list[Any]:
+def kernel_space(autotuner: Tunable, kwargs: Mapping[str, Any]) -> list[Any]:
     """The configs this launch could use: the kernel's own, after its `prune_configs_by` early pruning
     (not its performance model, which only ranks). Reads `autotuner.nargs`, as `prune_configs` does."""
     configs = list(autotuner.configs)

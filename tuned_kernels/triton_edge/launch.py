@@ -11,7 +11,7 @@ from typing import Any
 
 from tuned_kernels import model
 from tuned_kernels.triton_edge import direct_launch
-from tuned_kernels.triton_edge.keys import autotuner_class, tuning_key
+from tuned_kernels.triton_edge.keys import Tunable, autotuner_class, tuning_key
 
 
 class _Probed(Exception):
@@ -24,7 +24,7 @@ class LaunchesAnother(Exception):
     per shape or per GPU, as triton_matmul): this kernel has nothing to tune or compile for them here."""
 
 
-def probe_launch(kernel: Any, launch: Callable[[], object]) -> dict[str, Any]:
+def probe_launch(kernel: Tunable, launch: Callable[[], object]) -> dict[str, Any]:
     """The named arguments `launch` passes to `kernel`, captured without running it; raises
     `LaunchesAnother` when the op reaches another autotuned kernel first (which does not run either)."""
 
@@ -38,7 +38,7 @@ def probe_launch(kernel: Any, launch: Callable[[], object]) -> dict[str, Any]:
 
     autotuner = autotuner_class()
     original = autotuner.run
-    kernel.run, autotuner.run = record, another
+    kernel.run, autotuner.run = record, another  # type: ignore[method-assign]  # one instance, for the probe
     try:
         with direct_launch.suspended():  # launches through Triton, where they are intercepted
             launch()
@@ -50,12 +50,12 @@ def probe_launch(kernel: Any, launch: Callable[[], object]) -> dict[str, Any]:
     raise RuntimeError(f"{kernel_name(kernel)}: the op did not launch its kernel")
 
 
-def probe_key(kernel: Any, launch: Callable[[], object]) -> tuple[model.TuningKey, dict[str, Any]]:
+def probe_key(kernel: Tunable, launch: Callable[[], object]) -> tuple[model.TuningKey, dict[str, Any]]:
     named = probe_launch(kernel, launch)
     return tuning_key(kernel, named), named
 
 
-def config_space(kernel: Any, named_args: dict[str, Any]) -> list[Any]:
+def config_space(kernel: Tunable, named_args: dict[str, Any]) -> list[Any]:
     """The autotuner's configs after its own pruning for these arguments (as `Autotuner.run` would prune)."""
     kernel.nargs = {k: v for k, v in named_args.items() if k in kernel.arg_names}
     try:
@@ -66,7 +66,7 @@ def config_space(kernel: Any, named_args: dict[str, Any]) -> list[Any]:
 
 
 @contextlib.contextmanager
-def forced_config(kernel: Any, config: Any) -> Iterator[None]:
+def forced_config(kernel: Tunable, config: Any) -> Iterator[None]:
     """Launches of `kernel` use `config` (a single-config autotuner neither benchmarks nor caches)."""
     saved = kernel.configs
     kernel.configs = [config]
@@ -76,7 +76,7 @@ def forced_config(kernel: Any, config: Any) -> Iterator[None]:
         kernel.configs = saved
 
 
-def kernel_name(kernel: Any) -> str:
+def kernel_name(kernel: Tunable) -> str:
     from tuned_kernels.triton_edge.keys import base_function
 
     return str(base_function(kernel).__name__)
