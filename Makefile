@@ -22,6 +22,7 @@ $(STAMP): pyproject.toml setup.py
 
 # The tool's own wheel, for installing elsewhere or publishing beside bundle wheels (tuned-kernels index).
 wheel: $(STAMP)
+	rm -rf build/lib  # files moved or removed since the last build must not ship
 	$(BIN)/python -m build --wheel --no-isolation -o dist .
 
 demo: $(STAMP)
