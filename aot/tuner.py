@@ -7,7 +7,6 @@ every case (atomically), so an interrupted run leaves a valid file and `resume` 
 
 from __future__ import annotations
 
-import contextlib
 import functools
 import time
 from collections.abc import Callable, Sequence
@@ -25,6 +24,7 @@ from tuned_kernels.triton_edge.benchmarker import Benchmarker
 from tuned_kernels.triton_edge.compile import artifact_of, is_compiled_kernel, warmup
 from tuned_kernels.triton_edge.keys import config_from_triton, kernel_identity
 from tuned_kernels.triton_edge.launch import LaunchesAnother, config_space, forced_config, probe_key
+from tuned_kernels.triton_edge.measuring import submit_compiles
 
 OnConfig = Callable[[int, int, "str | None", "float | None"], None]
 Probed = tuple[model.TuningKey, dict[str, Any], dict[str, Any]]  # key, named launch arguments, inputs
@@ -262,18 +262,14 @@ class Tuner:
     def start_compiling(
         self, pool: ThreadPoolExecutor, kernel: Any, named: dict[str, Any]
     ) -> list[Future[None]]:
-        """Compiles every config of the space on `pool` in the background, so a key's space compiles while
-        the key before it is measured (GPU only: the interpreter compiles nothing). Failures are left for
+        """Compiles every config of the space on `pool` in the background (the measuring engine a miss uses
+        too), so a key's space compiles while the key before it is measured. Failures are left for
         `measure` to record."""
-        if self.options.jobs <= 1 or self.target.arch == "cpu" or not is_compiled_kernel(kernel):
+        if self.options.jobs <= 1 or self.target.arch == "cpu":
             return []
-
-        def compile_one(config: Any) -> None:
-            with contextlib.suppress(Exception):
-                warmup(kernel, named, config_from_triton(config))
-
         # pruned here, on the calling thread: pruning uses the autotuner's own state
-        return [pool.submit(compile_one, c) for c in config_space(kernel, named)]
+        space = [config_from_triton(c) for c in config_space(kernel, named)]
+        return submit_compiles(pool, kernel, named, space)
 
     def _generator(self, offset: int) -> Any:
         import torch

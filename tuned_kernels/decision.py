@@ -43,7 +43,8 @@ class Decision:
 @dataclass(frozen=True)
 class Measured:
     """A miss the edge measured: each candidate's time in ms (inf: it could not run; empty: one candidate,
-    nothing timed), the seconds it took, and `chosen` where the caller chose on more than these times
+    nothing timed; only the contenders of a first brief pass: `screened` more were timed), the seconds it
+    took, and `chosen` where the caller chose on more than these times
     (Inductor fusing an epilogue into a template: the same timings are recorded once without, then with
     the final choice, which replaces the first)."""
 
@@ -53,6 +54,11 @@ class Measured:
     timings: Mapping[model.Config, float]
     seconds: float = 0.0
     chosen: model.Config | None = None
+    screened: int = 0  # candidates timed only briefly, then left out as losers (not in `timings`)
+
+    @property
+    def benchmarked(self) -> int:
+        return len(self.timings) + self.screened
 
 
 @dataclass(frozen=True)
@@ -159,7 +165,7 @@ def measured_entry(measured: Measured, found_by: model.FoundBy = model.FoundBy.O
         best=best,
         timings=tuple(model.Timing(c, float(t)) for t, _, c in kept),
         found_by=model.FoundBy.SEEDED if measured.decision.kind == "seed" else found_by,
-        configs_benchmarked=len(timings),
+        configs_benchmarked=measured.benchmarked,
     )
 
 

@@ -7,10 +7,13 @@ neighbour improves, so good seeds make the search much shorter without constrain
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+import math
+from collections.abc import Callable, Mapping, Sequence
+from typing import TypeVar
 
 from tuned_kernels.model import Config
 
+T = TypeVar("T")
 Measure = Callable[[Config], float | None]  # milliseconds, or None for a rejected config
 
 
@@ -77,3 +80,23 @@ def seeded(
             expanded.add(config)
             run(neighbours(config, space))
     return measured
+
+
+# Timing that stops early on losers: every candidate is timed briefly first; only those whose first time is
+# within SCREEN_WITHIN of the fastest (at least two, at most SCREEN_KEEP, fastest first) are timed in full,
+# and the fastest of those wins. A brief timing errs by a few percent; a config 10 % slower at first is not
+# the winner of a full timing unless the brief one erred by more than that.
+SCREEN_WITHIN = 1.10
+SCREEN_KEEP = 5
+
+
+def contenders(
+    first_pass: Mapping[T, float], within: float = SCREEN_WITHIN, most: int = SCREEN_KEEP
+) -> list[T]:
+    """The candidates a full timing decides between, fastest first (none when none ran)."""
+    ran = sorted((t, i, c) for i, (c, t) in enumerate(first_pass.items()) if math.isfinite(t))
+    if not ran:
+        return []
+    fastest = ran[0][0]
+    close = [c for t, _, c in ran if t <= fastest * within][:most]
+    return close if len(close) >= 2 else [c for _, _, c in ran[:2]]

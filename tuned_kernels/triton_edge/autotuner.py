@@ -16,6 +16,7 @@ from __future__ import annotations
 import builtins
 import contextlib
 import functools
+import math
 import time
 from collections.abc import Iterator, Mapping, Sequence
 from typing import Any
@@ -24,7 +25,8 @@ from tuned_kernels import model, resolving
 from tuned_kernels.decision import Decision, Measured, candidates, launched
 from tuned_kernels.errors import TunedKernelsError, one_line
 from tuned_kernels.resolving import Compiled
-from tuned_kernels.triton_edge import cache_manager
+from tuned_kernels.search import contenders
+from tuned_kernels.triton_edge import cache_manager, measuring
 from tuned_kernels.triton_edge.benchmarker import WallClockBenchmarker
 from tuned_kernels.triton_edge.compile import artifact_of, warmup
 from tuned_kernels.triton_edge.interpreter import defined_before_interpreting, interpreting
@@ -110,17 +112,41 @@ def _measured(
     `Autotuner.run` times them, recorded with the resolver; the config to launch."""
     space = {config_from_triton(c): c for c in _original["prune_configs"](autotuner, kwargs)}
     tried = candidates(list(space), decision)
-    started = time.perf_counter()
-    timings = benchmark(autotuner, [space[c] for c in tried], kwargs)[1] if len(tried) > 1 else {}
-    by_value = {space[c]: c for c in tried}
-    measured = Measured(
-        identity, key, decision, {by_value[t]: ms for t, ms in timings.items()}, time.perf_counter() - started
-    )
     named = {**autotuner.nargs, **kwargs}
+    started = time.perf_counter()
+    timings, screened = _timings(autotuner, space, tried, named, kwargs)
+    measured = Measured(identity, key, decision, timings, time.perf_counter() - started, screened=screened)
     kept = resolver.record(
         measured, None if interpreting() else functools.partial(_compiled, autotuner, named)
     )
     return space[launched(tried, measured, kept)]
+
+
+def _timings(
+    autotuner: Any,
+    space: Mapping[model.Config, Any],
+    tried: Sequence[model.Config],
+    named: dict[str, Any],
+    kwargs: dict[str, Any],
+) -> tuple[dict[model.Config, float], int]:
+    """The candidates compiled in parallel (measuring.py), timed briefly, and the few that could win timed
+    in full as `Autotuner.run` times them; with how many were left out after the brief pass."""
+    if len(tried) <= 1:
+        return {}, 0
+    measuring.compile_all(autotuner, named, tried, measuring.miss_jobs())
+    timed, failed = list(tried), {}
+    if measuring.screens(autotuner, len(tried)):
+        with measuring.timed_briefly(autotuner):
+            first = _by_config(space, benchmark(autotuner, [space[c] for c in tried], kwargs)[1])
+        timed = contenders(first) or timed
+        failed = {c: t for c, t in first.items() if not math.isfinite(t)}
+    full = _by_config(space, benchmark(autotuner, [space[c] for c in timed], kwargs)[1])
+    return {**failed, **full}, len(tried) - len(timed) - len(failed)
+
+
+def _by_config(space: Mapping[model.Config, Any], timings: Mapping[Any, float]) -> dict[model.Config, float]:
+    by_value = {id(triton_config): c for c, triton_config in space.items()}
+    return {by_value[id(t)]: ms for t, ms in timings.items()}
 
 
 def _compiled(autotuner: Any, named: dict[str, Any], config: model.Config) -> Compiled:
