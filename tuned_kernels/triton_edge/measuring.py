@@ -22,7 +22,7 @@ from tuned_kernels.triton_edge.interpreter import interpreting
 
 MISS_JOBS_ENV = "TUNED_KERNELS_MISS_JOBS"
 DEFAULT_MISS_JOBS = 8
-BRIEF_WARMUP_MS, BRIEF_REP_MS = 1, 5  # a first pass over every candidate (Triton's own: 25 and 100)
+BRIEF_WARMUP_MS, BRIEF_REP_MS = 5, 10  # a first pass over every candidate (Triton's own: 25 and 100)
 
 
 def miss_jobs(environ: Mapping[str, str] = os.environ, cpus: int | None = None) -> int:
@@ -47,7 +47,9 @@ def submit_compiles(
 
     def compile_one(config: model.Config) -> None:
         with contextlib.suppress(Exception):
-            warmup(autotuner, named, config)
+            compiled = warmup(autotuner, named, config)
+            # loaded onto the GPU, its launcher built: Triton would do both at the config's first timing
+            getattr(compiled, "_init_handles", lambda: None)()
 
     return [pool.submit(compile_one, c) for c in configs]
 

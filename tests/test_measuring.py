@@ -1,0 +1,117 @@
+"""The measuring engine of a miss (and of tune's compile-ahead): candidates compile on a bounded number of
+threads, a config that fails is left for its timing to reject, and a brief first pass keeps only the few
+configs that could win for the full timing."""
+
+from __future__ import annotations
+
+import math
+import multiprocessing
+import threading
+from typing import Any
+
+import pytest
+
+from tuned_kernels.search import contenders
+from tuned_kernels.triton_edge import measuring
+
+INF = math.inf
+
+
+@pytest.mark.parametrize(
+    ("first_pass", "kept"),
+    [
+        ({"a": 1.0, "b": 1.05, "c": 1.2, "d": 3.0}, ["a", "b"]),  # within 10 % of the fastest
+        ({"a": 1.0, "b": 2.0, "c": 3.0}, ["a", "b"]),  # at least two, so a full timing decides
+        ({c: 1.0 + i / 100 for i, c in enumerate("abcdefg")}, list("abcde")),  # at most five, fastest first
+        ({"a": INF, "b": 2.0, "c": 2.1, "d": INF}, ["b", "c"]),  # configs that failed never contend
+        ({"a": INF, "b": 2.0}, ["b"]),
+        ({"a": INF, "b": INF}, []),  # none ran: nothing to time in full
+    ],
+)
+def test_a_full_timing_decides_between_the_configs_close_to_the_fastest(
+    first_pass: dict[str, float], kept: list[str]
+) -> None:
+    assert contenders(first_pass) == kept
+
+
+@pytest.mark.parametrize(
+    ("setting", "cpus", "jobs"),
+    [
+        (None, 16, 8),  # the default: the CPU count, at most 8
+        (None, 2, 2),
+        ("3", 16, 3),
+        ("64", 16, 16),  # never more than the machine has
+        ("0", 4, 4),  # not a width: the default
+        ("-2", 4, 4),
+        ("many", 4, 4),
+    ],
+)
+def test_the_width_of_a_miss_is_the_setting_bounded_by_the_cpus(
+    setting: str | None, cpus: int, jobs: int
+) -> None:
+    environ = {} if setting is None else {measuring.MISS_JOBS_ENV: setting}
+    assert measuring.miss_jobs(environ, cpus) == jobs
+
+
+class _FakeCompiler:
+    """Stands for Triton's compile: records what compiled and how many compiled at once; "bad" fails.
+    Two compiles must meet (a barrier) for either to finish, so a width of one never completes them."""
+
+    def __init__(self) -> None:
+        self.lock = threading.Lock()
+        self.running = self.most = 0
+        self.done: list[str] = []
+        self.meet = threading.Barrier(2, timeout=60)
+
+    def warmup(self, autotuner: Any, named: Any, config: str) -> None:
+        if config == "bad":
+            raise RuntimeError("PTXASError: out of registers")
+        with self.lock:
+            self.running += 1
+            self.most = max(self.most, self.running)
+        self.meet.wait()
+        with self.lock:
+            self.running -= 1
+            self.done.append(config)
+
+
+@pytest.fixture
+def fake_compiler(monkeypatch: pytest.MonkeyPatch) -> _FakeCompiler:
+    fake = _FakeCompiler()
+    monkeypatch.setattr(measuring, "interpreting", lambda: False)
+    monkeypatch.setattr(measuring, "is_compiled_kernel", lambda _: True)
+    monkeypatch.setattr(measuring, "warmup", fake.warmup)
+    return fake
+
+
+CONFIGS: list[Any] = ["a", "b", "bad", "c", "d"]
+
+
+def test_candidates_compile_side_by_side_within_the_width_and_a_failure_stops_none_of_the_others(
+    fake_compiler: _FakeCompiler,
+) -> None:
+    measuring.compile_all(object(), {}, CONFIGS, jobs=2)
+    assert sorted(fake_compiler.done) == ["a", "b", "c", "d"] and fake_compiler.most == 2
+
+
+def _compile_in_child(fake: _FakeCompiler, answer: Any) -> None:
+    measuring.compile_all(object(), {}, CONFIGS, jobs=2)
+    answer.put(sorted(fake.done))
+
+
+def test_a_forked_child_compiles_a_miss_on_its_own_threads(fake_compiler: _FakeCompiler) -> None:
+    """A DataLoader worker or a forked server process meets a miss: threads start there (no process pool)."""
+    context = multiprocessing.get_context("fork")
+    answer = context.SimpleQueue()
+    child = context.Process(target=_compile_in_child, args=(fake_compiler, answer))
+    child.start()
+    child.join(timeout=120)
+    assert child.exitcode == 0 and answer.get() == ["a", "b", "c", "d"]
+
+
+def test_the_interpreter_compiles_nothing_ahead_and_is_timed_in_one_pass(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.setattr(measuring, "interpreting", lambda: True)
+    assert measuring.submit_compiles(None, object(), {}, CONFIGS) == []  # type: ignore[arg-type]
+    assert not measuring.screens(object(), candidates=100)
