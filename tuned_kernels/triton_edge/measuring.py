@@ -17,6 +17,7 @@ from concurrent.futures import Future, ThreadPoolExecutor, wait
 from typing import Any
 
 from tuned_kernels import model
+from tuned_kernels.triton_edge import cache_manager
 from tuned_kernels.triton_edge.compile import is_compiled_kernel, warmup
 from tuned_kernels.triton_edge.interpreter import interpreting
 
@@ -56,10 +57,12 @@ def submit_compiles(
 
 def compile_all(autotuner: Any, named: Mapping[str, Any], configs: Sequence[model.Config], jobs: int) -> None:
     """Compiles `configs` on `jobs` threads and waits for them (one job: the timing compiles each, as
-    Triton's autotuner does)."""
+    Triton's autotuner does). A capture keeps none of these compiles: they are candidates being timed (the
+    winner's compiled kernel goes with its entry)."""
     if jobs <= 1 or len(configs) <= 1:
         return
-    with ThreadPoolExecutor(min(jobs, len(configs)), thread_name_prefix="tuned-kernels-miss") as pool:
+    pool = ThreadPoolExecutor(min(jobs, len(configs)), thread_name_prefix="tuned-kernels-miss")
+    with cache_manager.recording_paused(), pool:
         wait(submit_compiles(pool, autotuner, named, configs))
 
 
