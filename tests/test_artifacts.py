@@ -7,9 +7,11 @@ import dataclasses
 import hashlib
 import multiprocessing
 import os
+import re
 import subprocess
 import sys
 from pathlib import Path
+from typing import Any
 
 import pytest
 from tuned_kernels.aot.compile_command import CompileError, compile_results
@@ -142,6 +144,32 @@ def test_artifact_file_names_cannot_leave_the_cache_directory(tmp_path: Path) ->
     path = tmp_path / "r.textproto"
     write_results(path, model.Results(results.header, (dataclasses.replace(item, artifacts=(bad,)),), blobs))
     with pytest.raises(ResultsFormatError, match=r"files\[0\]\.name: expected a plain file name"):
+        read_results(path)
+
+
+NAMES_ENDING_IN_A_NEWLINE = [
+    ("files[0].name", lambda a: dataclasses.replace(a, files=(dataclasses.replace(a.files[0], name="k.json\n"),
+                                                               *a.files[1:]))),
+    ("host_signature[0]", lambda a: dataclasses.replace(a, host_signature=("*fp32\n", "i32"))),
+    ("cache_key", lambda a: dataclasses.replace(a, cache_key=a.cache_key + "\n")),
+    ("gpu_target", lambda a: dataclasses.replace(a, gpu_target="cuda:90:32\n")),
+]  # fmt: skip
+
+
+@pytest.mark.parametrize(
+    ("field", "edit"), NAMES_ENDING_IN_A_NEWLINE, ids=[f for f, _ in NAMES_ENDING_IN_A_NEWLINE]
+)
+def test_a_field_that_becomes_a_name_or_code_is_refused_with_a_trailing_newline(
+    tmp_path: Path, field: str, edit: Any
+) -> None:
+    """`$` also matches before a final newline: a file name 'k.json\\n' would reach the user's Triton cache
+    folder, a host type '*fp32\\n' the launcher source Triton generates. Whole strings are matched."""
+    item, blobs = factories.with_artifact(factories.entry())
+    bad = edit(item.artifacts[0])
+    path = tmp_path / "r.textproto"
+    results = factories.results(target=factories.H100)
+    write_results(path, model.Results(results.header, (dataclasses.replace(item, artifacts=(bad,)),), blobs))
+    with pytest.raises(ResultsFormatError, match=rf"{re.escape(field)}: expected"):
         read_results(path)
 
 

@@ -107,6 +107,7 @@ CORE = (
     "search",
     "decision",
     "errors",
+    "whole_match",
     "results.merge",
 )
 

@@ -14,11 +14,12 @@ import re
 
 from tuned_kernels.errors import BundleError
 from tuned_kernels.model import CompilerFingerprint
+from tuned_kernels.whole_match import matches, whole
 
 ENTRY_POINT_GROUP = "tuned_kernels.bundles"
 DEFAULT_PUBLISHER = "tuned-kernels"
-_ARCH = re.compile(r"^[a-z0-9]{1,32}$")
-_PUBLISHER = re.compile(r"^[A-Za-z0-9]([A-Za-z0-9._-]{0,62}[A-Za-z0-9])?$")  # a PEP 508 project name
+_ARCH = whole(r"[a-z0-9]{1,32}")
+_PUBLISHER = whole(r"[A-Za-z0-9]([A-Za-z0-9._-]{0,62}[A-Za-z0-9])?")  # a PEP 508 project name
 
 
 def compiler_digest(compiler: CompilerFingerprint) -> str:
@@ -37,14 +38,14 @@ def safe_version(version: str) -> str:
 
 
 def safe_arch(arch: str) -> str:
-    if not _ARCH.match(arch):
+    if not matches(_ARCH, arch):
         raise BundleError(f"cannot name a bundle for target {arch[:40]!r}")
     return arch
 
 
 def normalized_publisher(publisher: str) -> str:
     """PEP 503 normalisation (`Acme.Tuned` -> `acme-tuned`); names that are not project names refused."""
-    if not _PUBLISHER.match(publisher):
+    if not matches(_PUBLISHER, publisher):
         raise BundleError(f"--name {publisher[:40]!r} is not a valid project name")
     return re.sub(r"[-_.]+", "-", publisher).lower()
 

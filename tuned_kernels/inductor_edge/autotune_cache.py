@@ -12,18 +12,19 @@ from __future__ import annotations
 
 import json
 import os
-import re
 from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
 
 from tuned_kernels import model
 from tuned_kernels.inductor_edge.keys import PREFIX, torch_source_hash
+from tuned_kernels.whole_match import matches, whole
 
 NAME = f"{PREFIX}best_config"
 MAX_FILE_BYTES = 64 * 1024
-RELATIVE_PATH = re.compile(r"^[0-9a-z_]{2}/[0-9a-f]{64}\.best_config$")
-BLOCK = re.compile(r"^([XYZR]|R\d_)BLOCK$")
+RELATIVE_PATH = whole(r"[0-9a-z_]{2}/[0-9a-f]{64}\.best_config")
+BLOCK = whole(r"([XYZR]|R\d_)BLOCK")
+HEX_HASH = whole(r"[0-9a-f]{1,128}")
 COUNTS = {"num_warps": (1, 64), "num_stages": (1, 16), "time_taken_ms": (0, 1 << 40)}
 OPTIONAL: dict[str, tuple[type, ...]] = {
     "found_by_coordesc": (bool,),
@@ -46,8 +47,8 @@ def is_plausible(data: Any) -> bool:
         return False
     for key, value in data.items():
         if key == "configs_hash":
-            ok = re.fullmatch(r"[0-9a-f]{1,128}", value) is not None
-        elif BLOCK.match(key):
+            ok = matches(HEX_HASH, value)
+        elif matches(BLOCK, key):
             ok = type(value) is int and 1 <= value <= 1 << 16 and value & (value - 1) == 0
         elif key in COUNTS:
             low, high = COUNTS[key]
@@ -66,7 +67,7 @@ def harvest(cache_dir: Path) -> list[model.Entry]:
     for path in sorted(cache_dir.glob("*/*.best_config")):
         relative = path.relative_to(cache_dir).as_posix()
         try:
-            if not RELATIVE_PATH.match(relative) or path.stat().st_size > MAX_FILE_BYTES:
+            if not matches(RELATIVE_PATH, relative) or path.stat().st_size > MAX_FILE_BYTES:
                 continue
             data = json.loads(path.read_text())
         except (OSError, ValueError):
@@ -83,7 +84,7 @@ def install(entries: Iterable[model.Entry], cache_dir: Path) -> int:
     for entry in entries:
         (relative,) = entry.key if len(entry.key) == 1 else (None,)
         data = dict(entry.best.kwargs)
-        if not isinstance(relative, str) or not RELATIVE_PATH.match(relative) or not is_plausible(data):
+        if not isinstance(relative, str) or not matches(RELATIVE_PATH, relative) or not is_plausible(data):
             continue
         path = cache_dir / relative
         if path.exists():

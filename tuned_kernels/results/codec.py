@@ -6,22 +6,22 @@ Decoding raises `ValueError` with the path of the offending field; files.py adds
 from __future__ import annotations
 
 import math
-import re
 from dataclasses import dataclass
 
 from tuned_kernels import model
 from tuned_kernels.results import packing
 from tuned_kernels.results import results_pb2 as pb
+from tuned_kernels.whole_match import matches, whole
 
 FORMAT_NAME = "tuned-kernels-results"
 _VENDORS = ("nvidia", "amd", "cpu")
-_IDENT = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
-_HEX64 = re.compile(r"^[0-9a-f]{64}$")
-_FILE_NAME = re.compile(r"^[A-Za-z0-9_][A-Za-z0-9_.-]{0,199}$")
-_GPU_TARGET = re.compile(r"^(cuda|hip):[A-Za-z0-9_]+:\d+$")
+_IDENT = whole(r"[A-Za-z_][A-Za-z0-9_]*")
+_HEX64 = whole(r"[0-9a-f]{64}")
+_FILE_NAME = whole(r"[A-Za-z0-9_][A-Za-z0-9_.-]{0,199}")
+_GPU_TARGET = whole(r"(cuda|hip):[A-Za-z0-9_]+:\d+")
 # a Triton argument type ("*fp16", "i32", "constexpr", "tensordesc<bf16[64, 64]>"): no quotes, parentheses,
 # braces or semicolons, so nothing a bundle says can reach generated launcher code as code
-_HOST_TYPE = re.compile(r"^[A-Za-z0-9_*\[\], <>.#=-]{1,200}$")
+_HOST_TYPE = whole(r"[A-Za-z0-9_*\[\], <>.#=-]{1,200}")
 MAX_HOST_ARGS = 512
 
 _PRODUCERS = {
@@ -168,7 +168,7 @@ def scalar_from_pb(msg: pb.Scalar, field: str) -> model.Scalar:
 def config_from_pb(msg: pb.Config, field: str) -> model.Config:
     names = [kw.name for kw in msg.kwargs]
     for i, name in enumerate(names):
-        _require(bool(_IDENT.match(name)), f"{field}.kwargs[{i}].name", "a Python identifier")
+        _require(matches(_IDENT, name), f"{field}.kwargs[{i}].name", "a Python identifier")
     _require(len(set(names)) == len(names), f"{field}.kwargs", "distinct names")
     _require(1 <= msg.num_warps <= 64, f"{field}.num_warps", "1..64")
     _require(msg.num_stages <= 16, f"{field}.num_stages", "0..16")
@@ -192,7 +192,7 @@ def kernels_from_pb(msg: pb.Results) -> tuple[model.KernelIdentity, ...]:
     kernels = []
     for i, k in enumerate(msg.kernels):
         _require(bool(k.name), f"kernels[{i}].name", "a kernel name")
-        _require(bool(_HEX64.match(k.source_hash)), f"kernels[{i}].source_hash", "64 hex digits")
+        _require(matches(_HEX64, k.source_hash), f"kernels[{i}].source_hash", "64 hex digits")
         _require(k.scheme in _SCHEMES_BACK, f"kernels[{i}].scheme", "a known identity scheme")
         scheme = _SCHEMES_BACK[k.scheme]
         kernels.append(model.KernelIdentity(k.name, k.source_hash, tuple(k.param_names), scheme))
@@ -252,18 +252,18 @@ def entry_from_pb(msg: pb.Entry, tables: Tables, field: str) -> model.Entry:
 
 
 def _artifact_from_pb(msg: pb.Artifact, tables: Tables, field: str) -> model.Artifact:
-    _require(bool(_HEX64.match(msg.cache_key)), f"{field}.cache_key", "64 hex digits")
-    _require(bool(_GPU_TARGET.match(msg.gpu_target)), f"{field}.gpu_target", "backend:arch:warp_size")
+    _require(matches(_HEX64, msg.cache_key), f"{field}.cache_key", "64 hex digits")
+    _require(matches(_GPU_TARGET, msg.gpu_target), f"{field}.gpu_target", "backend:arch:warp_size")
     files = []
     for i, f in enumerate(msg.files):
         # a plain file name: nothing from a bundle may name a path outside the directory it is put in
-        _require(bool(_FILE_NAME.match(f.name)), f"{field}.files[{i}].name", "a plain file name")
-        _require(bool(_HEX64.match(f.sha256)), f"{field}.files[{i}].sha256", "64 hex digits")
+        _require(matches(_FILE_NAME, f.name), f"{field}.files[{i}].name", "a plain file name")
+        _require(matches(_HEX64, f.sha256), f"{field}.files[{i}].sha256", "64 hex digits")
         files.append(model.ArtifactFile(f.name, f.sha256, f.size_bytes))
     signature = tuple(msg.host_signature)
     _require(len(signature) <= MAX_HOST_ARGS, f"{field}.host_signature", f"at most {MAX_HOST_ARGS} types")
     for i, ty in enumerate(signature):
-        _require(bool(_HOST_TYPE.match(ty)), f"{field}.host_signature[{i}]", "a Triton argument type")
+        _require(matches(_HOST_TYPE, ty), f"{field}.host_signature[{i}]", "a Triton argument type")
     return model.Artifact(
         msg.cache_key, msg.gpu_target, tuple(files), tables.config(msg.config, f"{field}.config"), signature
     )
@@ -284,7 +284,7 @@ def results_from_pb(msg: pb.Results, stored: packing.Entries) -> model.Results:
     tables = tables_from_pb(msg)
     entries = tuple(entry_from_pb(stored.raw(i), tables, f"entries[{i}]") for i in range(len(stored)))
     for sha in msg.blobs:
-        _require(bool(_HEX64.match(sha)), "blobs", "keys of 64 hex digits")
+        _require(matches(_HEX64, sha), "blobs", "keys of 64 hex digits")
     # blob contents are checked against their sha256 where they are used (triton_edge.cache_manager)
     return model.Results(header, entries, dict(msg.blobs))
 
