@@ -8,6 +8,7 @@ served)."""
 
 from __future__ import annotations
 
+import dataclasses
 import os
 import threading
 from collections.abc import Iterable, Iterator
@@ -47,9 +48,10 @@ def _warm(registry: Warmable) -> None:
             return
         from triton import __version__
 
-        specs = host_modules.distinct(launcher_specs(opened.views.values(), __version__))
+        specs, skipped = host_modules.distinct(launcher_specs(opened.views.values(), __version__))
         if specs:
-            registry.host_modules = host_modules.build(specs, jobs=min(4, os.cpu_count() or 1))
+            built = host_modules.build(specs, jobs=min(4, os.cpu_count() or 1))
+            registry.host_modules = dataclasses.replace(built, skipped=skipped)
     except Exception as exc:  # a warm-up that fails leaves the work to the launches, as without it
         registry.host_modules = host_modules.BuildReport(failed=1, first_failure=one_line(str(exc)))
 

@@ -62,13 +62,26 @@ def test_one_launcher_is_built_per_argument_type_list_of_the_bundles_of_this_tri
     )  # fmt: skip
     foreign = bundle(tmp_path / "foreign.pb", "3.1.0", ("pkg.foreign", ("*bf16",)))
     views = [open_results(ours), open_results(foreign)]
-    specs = host_modules.distinct(launcher_specs(views, triton.__version__))
-    assert sorted(spec.signature for spec in specs) == [
+    specs, skipped = host_modules.distinct(launcher_specs(views, triton.__version__))
+    assert skipped == 0 and sorted(spec.signature for spec in specs) == [
         ("*fp16", "*fp16", "i32", "constexpr"),
         ("*fp32", "i64"),
     ]
     assert {spec.backend for spec in specs} == {"cuda"}
-    assert host_modules.distinct(launcher_specs(views, triton.__version__), limit=1) == specs[:1]
+    assert host_modules.distinct(launcher_specs(views, triton.__version__), limit=1) == (specs[:1], 1)
+
+
+def test_a_bundle_naming_thousands_of_argument_type_lists_costs_at_most_the_bound_in_c_builds(
+    tmp_path: Path,
+) -> None:
+    """Each distinct argument-type list is a C compile at start-up: a bundle naming 10,000 of them gets
+    `MAX_LAUNCHERS` built and the rest counted as skipped (Triton builds one at its first launch, if ever)."""
+    kernels = [
+        (f"pkg.k{i}", ("*fp16", "i32", *["i64"] * (i % 100), *["*fp32"] * (i // 100))) for i in range(10_000)
+    ]
+    path = bundle(tmp_path / "many.pb", triton.__version__, *kernels)
+    specs, skipped = host_modules.distinct(launcher_specs([open_results(path)], triton.__version__))
+    assert len(specs) == host_modules.MAX_LAUNCHERS and skipped == 10_000 - host_modules.MAX_LAUNCHERS
 
 
 def test_a_kernels_metadata_is_read_only_if_it_is_what_its_sha256_names() -> None:

@@ -60,6 +60,7 @@ class BuildReport:
     built: int = 0
     failed: int = 0
     first_failure: str = ""
+    skipped: int = 0  # distinct launchers past MAX_LAUNCHERS, left to Triton's first launch of each
 
 
 def launcher_spec(artifact: model.Artifact, blobs: Mapping[str, bytes]) -> LauncherSpec | None:
@@ -86,14 +87,19 @@ def launcher_spec(artifact: model.Artifact, blobs: Mapping[str, bytes]) -> Launc
     return LauncherSpec(backend, artifact.host_signature, metadata) if isinstance(metadata, dict) else None
 
 
-def distinct(specs: Iterable[LauncherSpec], limit: int = MAX_LAUNCHERS) -> list[LauncherSpec]:
-    """One spec per launcher Triton would build (kernels of the same argument types share one)."""
+def distinct(specs: Iterable[LauncherSpec], limit: int = MAX_LAUNCHERS) -> tuple[list[LauncherSpec], int]:
+    """One spec per launcher Triton would build (kernels of the same argument types share one), at most
+    `limit` of them (a bundle may name thousands: each is a C compile), and how many more there were."""
     seen: dict[tuple[str, tuple[str, ...], str], LauncherSpec] = {}
+    over: set[tuple[str, tuple[str, ...], str]] = set()
     for spec in specs:
-        if len(seen) >= limit:
-            break
-        seen.setdefault(spec.identity, spec)
-    return list(seen.values())
+        if spec.identity in seen:
+            continue
+        if len(seen) < limit:
+            seen[spec.identity] = spec
+        else:
+            over.add(spec.identity)
+    return list(seen.values()), len(over)
 
 
 def builds_ahead(backend: str) -> bool:
