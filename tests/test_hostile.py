@@ -155,6 +155,8 @@ HOSTILE: list[tuple[str, str, Callable[[model.Results], bytes]]] = [
         "b.textproto",
         lambda r: artifact_named(r, "k.cubin", 'i32 a){system("id");}'),
     ),
+    ("file-name-ending-in-a-newline", "b.textproto", lambda r: artifact_named(r, "k.cubin\n")),
+    ("type-ending-in-a-newline", "b.textproto", lambda r: artifact_named(r, "k.cubin", "*fp32\n")),
     ("binary-as-text", "b.txt", lambda r: encode_results(r, "b.pb.zst")),
     ("zlib-not-zstd", "b.pb.zst", lambda r: zlib.compress(encode_results(r, "b.pb"))),
 ]
