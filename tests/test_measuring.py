@@ -4,6 +4,7 @@ configs that could win for the full timing."""
 
 from __future__ import annotations
 
+import contextlib
 import math
 import multiprocessing
 import threading
@@ -115,3 +116,35 @@ def test_the_interpreter_compiles_nothing_ahead_and_is_timed_in_one_pass(
     monkeypatch.setattr(measuring, "interpreting", lambda: True)
     assert measuring.submit_compiles(None, object(), {}, CONFIGS) == []  # type: ignore[arg-type]
     assert not measuring.screens(object(), candidates=100)
+
+
+@pytest.mark.parametrize(
+    ("brief", "full_passes", "timings"),
+    [
+        ({"a": 1.0, "b": 1.05, "c": 3.0, "d": INF}, [["a", "b"]], {"a": 0.9, "b": 0.95, "d": INF}),
+        ({"a": INF, "b": 2.0, "c": INF}, [], {"a": INF, "b": 2.0, "c": INF}),  # one ran: its brief time
+        ({"a": INF, "b": INF, "c": INF}, [], {"a": INF, "b": INF, "c": INF}),  # none ran: no second pass
+    ],
+)
+def test_a_miss_times_in_full_only_the_contenders_of_its_brief_pass(
+    monkeypatch: pytest.MonkeyPatch, brief: dict[str, float], full_passes: list[list[str]], timings: dict
+) -> None:
+    """Triton's `benchmark` does not time a lone config (it returns 0 ms): a single survivor of the brief
+    pass keeps its brief time rather than a 0 ms that would be recorded as its speed."""
+    from tuned_kernels.triton_edge import autotuner
+
+    passes: list[list[str]] = []
+
+    def benchmark(_: Any, configs: list[str], kwargs: Any) -> tuple[str, dict[str, float]]:
+        full = bool(passes)  # the first call is the brief pass; a full one reads a little faster
+        passes.append(configs)
+        return configs[0], {c: brief[c] - (0.1 if full else 0.0) for c in configs}
+
+    monkeypatch.setattr(measuring, "screens", lambda *_: True)
+    monkeypatch.setattr(measuring, "compile_all", lambda *_: None)
+    monkeypatch.setattr(measuring, "timed_briefly", lambda _: contextlib.nullcontext())
+    monkeypatch.setattr(autotuner, "benchmark", benchmark)
+    space = {c: c for c in brief}
+    got, screened = autotuner._timings(object(), space, list(brief), {}, {})  # type: ignore[arg-type]
+    assert passes[1:] == full_passes and got == pytest.approx(timings)
+    assert screened == len(brief) - len(timings)

@@ -4,11 +4,11 @@ Triton's `Autotuner.run` calls `prune_configs` only on a key it has not cached, 
 single config it uses it (Triton 3.8+ without timing it; 3.6 and 3.7 still time it once, which `_bench`
 answers without running). Replacing `prune_configs` therefore costs nothing on the hot path: once per key
 the resolver decides; a hit is launched, a miss is measured here through the kernel's own `do_bench` (a
-wall clock under the interpreter) and recorded with the resolver; Triton caches the answer itself. The launch that
-follows a served config goes through a one-shot wrapper: if it raises, the resolver refuses the config and
-the key is tuned as Triton would; later launches are Triton's own, untouched. Kernels defined before or
-after `patch()` are covered: the methods are replaced on the class. Under the interpreter, where Triton's
-own benchmarker needs a GPU driver, configs are timed with a wall clock, served or not.
+wall clock under the interpreter) and recorded with the resolver; Triton caches the answer itself. The
+launch that follows a served config goes through a one-shot wrapper: if it raises, the resolver refuses the
+config and the key is tuned as Triton would; later launches are Triton's own, untouched. Kernels defined
+before or after `patch()` are covered: the methods are replaced on the class. Under the interpreter, where
+Triton's own benchmarker needs a GPU driver, configs are timed with a wall clock, served or not.
 """
 
 from __future__ import annotations
@@ -134,13 +134,18 @@ def _timings(
     if len(tried) <= 1:
         return {}, 0
     measuring.compile_all(autotuner, named, tried, measuring.miss_jobs())
-    timed, failed = list(tried), {}
-    if measuring.screens(autotuner, len(tried)):
-        with measuring.timed_briefly(autotuner):
-            first = _by_config(space, benchmark(autotuner, [space[c] for c in tried], kwargs)[1])
-        timed = contenders(first) or timed
-        failed = {c: t for c, t in first.items() if not math.isfinite(t)}
-    full = _by_config(space, benchmark(autotuner, [space[c] for c in timed], kwargs)[1])
+    if not measuring.screens(autotuner, len(tried)):
+        return _by_config(space, benchmark(autotuner, [space[c] for c in tried], kwargs)[1]), 0
+    with measuring.timed_briefly(autotuner):
+        first = _by_config(space, benchmark(autotuner, [space[c] for c in tried], kwargs)[1])
+    timed = contenders(first)
+    failed = {c: t for c, t in first.items() if not math.isfinite(t)}
+    # one config ran: its brief time stands (`benchmark` does not time a single config); none: nothing to time
+    full = (
+        _by_config(space, benchmark(autotuner, [space[c] for c in timed], kwargs)[1])
+        if len(timed) > 1
+        else {c: first[c] for c in timed}
+    )
     return {**failed, **full}, len(tried) - len(timed) - len(failed)
 
 

@@ -17,6 +17,7 @@ from concurrent.futures import Future, ThreadPoolExecutor, wait
 from typing import Any
 
 from tuned_kernels import model
+from tuned_kernels.search import SCREEN_KEEP
 from tuned_kernels.triton_edge import cache_manager
 from tuned_kernels.triton_edge.compile import is_compiled_kernel, warmup
 from tuned_kernels.triton_edge.interpreter import interpreting
@@ -87,6 +88,4 @@ def timed_briefly(autotuner: Any) -> Iterator[None]:
 def screens(autotuner: Any, candidates: int) -> bool:
     """Whether a first brief pass is worth it: on a GPU, with Triton's own benchmarker (a kernel that
     brought its own `do_bench` is timed only with it), over more candidates than a full timing keeps."""
-    from tuned_kernels.search import SCREEN_KEEP
-
     return not interpreting() and getattr(autotuner, "_do_bench", None) is None and candidates > SCREEN_KEEP
