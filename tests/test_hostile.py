@@ -50,7 +50,10 @@ class Run:
     stderr: str
 
 
-def run_program(tmp_path: Path, bundle: Path | None, cache: Path | None = None) -> Run:
+def run_program(
+    tmp_path: Path, bundle: Path | None, cache: Path | None = None, site: Path | None = None
+) -> Run:
+    """The program with `bundle` on TUNED_KERNELS_PATH and the packages installed in `site` importable."""
     script = tmp_path / "prog.py"
     script.write_text(PROGRAM.format(corpora=str(CORPORA)))
     env = {
@@ -59,6 +62,8 @@ def run_program(tmp_path: Path, bundle: Path | None, cache: Path | None = None) 
         "TUNED_KERNELS_CACHE_DIR": str(cache or tmp_path / "cache"),
         "TUNED_KERNELS_PATH": str(bundle or ""),
     }
+    if site is not None:
+        env["PYTHONPATH"] = os.pathsep.join(filter(None, [str(site), env.get("PYTHONPATH", "")]))
     out = subprocess.run(
         [sys.executable, str(script)], capture_output=True, text=True, env=env, cwd=tmp_path, timeout=300
     )
@@ -295,6 +300,77 @@ def test_notes_beside_bundles_in_a_directory_are_not_read(tmp_path: Path, tuned:
     (folder / "notes.txt").write_text("not a bundle")
     run = run_program(tmp_path, folder)
     assert run.warnings == [] and (run.stats["hits"], run.stats["misses"]) == (2, 0)
+
+
+def install_bundle_package(site: Path, name: str, module_source: str) -> Path:
+    """A bundle wheel as pip installs it into `site`: module `name` and its dist-info naming it in the
+    `tuned_kernels.bundles` entry points; returns the module's folder (where its bundles go by default)."""
+    package = site / name
+    package.mkdir(parents=True)
+    (package / "__init__.py").write_text(module_source)
+    info = site / f"{name}-0.1.dist-info"
+    info.mkdir()
+    (info / "METADATA").write_text(f"Metadata-Version: 2.1\nName: {name}\nVersion: 0.1\n")
+    (info / "entry_points.txt").write_text(f"[tuned_kernels.bundles]\n{name} = {name}\n")
+    return package
+
+
+def a_fifo(folder: Path) -> Path:
+    os.mkfifo(folder / "fifo")
+    return folder / "fifo"
+
+
+def a_symlink_loop(folder: Path) -> Path:
+    (folder / "loop").symlink_to(folder / "loop")
+    return folder / "loop"
+
+
+def many_files(folder: Path) -> Path:
+    crowd = folder / "crowd"
+    crowd.mkdir()
+    for i in range(100_000):
+        (crowd / f"b{i}.pb").touch()
+    return crowd
+
+
+# (id, the package module's source, its BUNDLE_DIR made in a scratch folder): one warning naming the
+# package, and the program tuned as without it
+BROKEN_PACKAGES: list[tuple[str, str, Callable[[Path], Path] | None]] = [
+    ("raises-on-import", "raise RuntimeError('broken bundle package')\n", None),
+    ("exits-on-import", "import sys; sys.exit(3)\n", None),
+    ("bundle-dir-is-a-fifo", "BUNDLE_DIR = {dir!r}\n", a_fifo),
+    ("bundle-dir-is-a-symlink-loop", "BUNDLE_DIR = {dir!r}\n", a_symlink_loop),
+    ("bundle-dir-of-100k-files", "BUNDLE_DIR = {dir!r}\n", many_files),
+]
+
+
+@pytest.mark.parametrize(("name", "source", "make_dir"), BROKEN_PACKAGES, ids=[b[0] for b in BROKEN_PACKAGES])
+def test_a_broken_bundle_package_leaves_the_program_correct_with_one_warning(
+    tmp_path: Path, name: str, source: str, make_dir: Callable[[Path], Path] | None
+) -> None:
+    bundle_dir = make_dir(tmp_path) if make_dir else None
+    install_bundle_package(tmp_path / "site", "tk_broken", source.format(dir=str(bundle_dir)))
+    run = run_program(tmp_path, None, site=tmp_path / "site")
+    assert len(run.warnings) == 1 and "tk_broken" in run.warnings[0], run.warnings
+    assert len(run.warnings[0]) < 300, run.warnings
+    assert (run.stats["hits"], run.stats["misses"]) == (0, 2)
+
+
+def test_two_packages_holding_the_same_key_serve_the_same_one_in_every_process(
+    tmp_path: Path, tuned: model.Results
+) -> None:
+    """Both are selected; the one whose package name sorts first answers every key, whatever order the file
+    system lists them in, and the other's entries are not mixed in."""
+    first, second = (
+        install_bundle_package(tmp_path / "site", n, "") / "doubling.pb" for n in ("tk_a", "tk_b")
+    )
+    write_results(second, tuned)
+    write_results(first, edit_best(tuned, lambda k: {**k, "BLOCK": 32}))
+    for attempt in ("one", "two"):
+        (tmp_path / attempt).mkdir()
+        run = run_program(tmp_path / attempt, None, site=tmp_path / "site")
+        assert run.warnings == [] and len(run.stats["selected"]) == 2, run.stats
+        assert run.stats["served_from"] == {str(first): 2}, run.stats["served_from"]
 
 
 def shared_overlay(tmp_path: Path) -> Path:

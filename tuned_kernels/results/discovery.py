@@ -9,7 +9,7 @@ from importlib import metadata
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from tuned_kernels.errors import TunedKernelsError
+from tuned_kernels.errors import TunedKernelsError, one_line
 from tuned_kernels.naming import ENTRY_POINT_GROUP
 from tuned_kernels.results.locate import results_files_in
 
@@ -25,22 +25,33 @@ class BundleFile:
     path: Path
 
 
-def discover() -> list[BundleFile]:
-    found: list[BundleFile] = []
+@dataclass(frozen=True)
+class Found:
+    """The bundle files found, and per source that could not be listed, why."""
+
+    files: tuple[BundleFile, ...]
+    problems: tuple[str, ...]
+
+
+def discover() -> Found:
+    """Installed bundle packages first (by entry point name: the same order in every process), then
+    TUNED_KERNELS_PATH's entries in the order given. A package is code run in the user's program: one that
+    fails to import (even by `sys.exit`) or whose directory cannot be listed is left out with the reason."""
+    files: list[BundleFile] = []
+    problems: list[str] = []
     for ep in sorted(metadata.entry_points(group=ENTRY_POINT_GROUP), key=lambda e: e.name):
         dist = ep.dist
         source = f"{dist.metadata['Name']} {dist.version}" if dist is not None else ep.name
         try:
             module = ep.load()
             root = Path(getattr(module, "BUNDLE_DIR", Path(module.__file__ or "").parent))
-        except Exception as exc:  # a broken bundle wheel must not break the user's program
-            found.append(BundleFile(f"{source} (entry point failed: {exc})", Path("/nonexistent")))
-            continue
-        found += [BundleFile(source, p) for p in results_files_in(root)]
+            files += [BundleFile(source, p) for p in results_files_in(root, bounded=True)]
+        except (Exception, SystemExit) as exc:  # a broken bundle package must not break the user's program
+            problems.append(f"skipping bundle package {source}: {one_line(f'{type(exc).__name__}: {exc}')}")
     for entry in os.environ.get(PATH_ENV, "").split(os.pathsep):
         if entry.strip():
-            found += [BundleFile(entry, p) for p in results_files_in(Path(entry))]
-    return found
+            files += [BundleFile(entry, p) for p in results_files_in(Path(entry))]
+    return Found(tuple(files), tuple(problems))
 
 
 @dataclass(frozen=True)
@@ -54,17 +65,23 @@ class OpenedBundles:
 
 def open_installed() -> OpenedBundles:
     """Every bundle `discover` finds, opened for look-ups (header checked); one that cannot be is left out
-    with the reason."""
+    with the reason (said once per source: a package of many broken files is one problem)."""
     from tuned_kernels.results.files import open_results
 
+    discovered = discover()
     views: dict[str, ResultsView] = {}
-    found, problems = [], []
-    for bundle in discover():
+    found: list[tuple[str, str]] = []
+    failed: dict[str, list[str]] = {}
+    for bundle in discovered.files:
         try:
             views[str(bundle.path)] = open_results(bundle.path)
         except TunedKernelsError as exc:
-            named = "" if bundle.source == str(bundle.path) else f" of {bundle.source}"
-            problems.append(f"skipping bundle{named}: {exc}")
+            failed.setdefault(bundle.source, []).append(str(exc))
             continue
         found.append((bundle.source, str(bundle.path)))
+    problems = list(discovered.problems)
+    for source, reasons in failed.items():
+        named = "" if reasons[0].startswith(source) else f" of {source}"
+        more = f" (and {len(reasons) - 1} more)" if len(reasons) > 1 else ""
+        problems.append(f"skipping bundle{named}: {reasons[0]}{more}")
     return OpenedBundles(tuple(found), views, tuple(problems))

@@ -19,14 +19,28 @@ def _is_bundle_name(name: str) -> bool:
     return name.lower().removesuffix(COMPRESSED_SUFFIX).endswith(DIRECTORY_SUFFIXES)
 
 
-def results_files_in(root: Path) -> list[Path]:
+# What an installed bundle's directory may hold before none of it is read: a package listing more is not a
+# bundle wheel (or is a bomb: opening each file costs the user's every fresh start).
+MAX_LISTED = 20_000
+MAX_BUNDLE_FILES = 1_000
+
+
+def results_files_in(root: Path, bounded: bool = False) -> list[Path]:
     """`root` itself unless a directory (the reader refuses what is not a regular results file), else the
-    regular files under it with a bundle's extension; symbolic links to directories are not followed."""
+    regular files under it with a bundle's extension; symbolic links to directories are not followed.
+    `bounded`: a directory listing more than MAX_LISTED entries or MAX_BUNDLE_FILES bundle files is refused
+    (TunedKernelsError) without reading further."""
     if not root.is_dir():
         return [root] if os.path.lexists(root) else []
-    found = []
-    for folder, _, names in os.walk(root):
+    found: list[Path] = []
+    listed = 0
+    for folder, folders, names in os.walk(root):
+        listed += len(folders) + len(names)
         found += [Path(folder, n) for n in names if _is_bundle_name(n) and Path(folder, n).is_file()]
+        if bounded and (listed > MAX_LISTED or len(found) > MAX_BUNDLE_FILES):
+            raise TunedKernelsError(
+                f"{root} holds more than {MAX_BUNDLE_FILES} bundle files or {MAX_LISTED} entries; none read"
+            )
     return sorted(found)
 
 
