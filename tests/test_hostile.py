@@ -373,6 +373,86 @@ def test_two_packages_holding_the_same_key_serve_the_same_one_in_every_process(
         assert run.stats["served_from"] == {str(first): 2}, run.stats["served_from"]
 
 
+INDUCTOR_PROGRAM = r"""
+import json, runpy, sys, warnings
+warnings.simplefilter("always")
+import tuned_kernels; tuned_kernels.enable()
+runpy.run_path({app!r})  # checks its output against eager PyTorch
+print("STATS " + json.dumps(tuned_kernels.stats()))
+"""
+INDUCTOR_APP = CORPORA / "inductor_app.py"
+
+
+@pytest.fixture(scope="module")
+def captured_inductor(tmp_path_factory: pytest.TempPathFactory) -> model.Results:
+    """torch.compile's max-autotune choice of inductor_app's GEMM, captured: its key's winner and its GEMM's."""
+    folder = tmp_path_factory.mktemp("inductor")
+    bundle = folder / "captured.textproto"
+    env = {**os.environ, "TORCHINDUCTOR_CACHE_DIR": str(folder / "inductor"),
+           "TUNED_KERNELS_CACHE_DIR": str(folder / "overlay")}  # fmt: skip
+    command = [sys.executable, "-m", "tuned_kernels", "capture", "-o", str(bundle), "--", sys.executable]
+    done = subprocess.run([*command, str(INDUCTOR_APP)], env=env, capture_output=True, text=True, timeout=300)
+    assert done.returncode == 0, done.stderr[-2000:]
+    return read_results(bundle)
+
+
+def made_with_torch(results: model.Results, version: str) -> model.Results:
+    compiler = dataclasses.replace(results.header.compiler, torch_version=version)
+    identity = model.KernelIdentity("inductor.mm", factories.source_hash(f"torch {version}"))
+    entries = tuple(dataclasses.replace(e, kernel=identity) for e in results.entries)
+    return dataclasses.replace(
+        results, header=dataclasses.replace(results.header, compiler=compiler)
+    ).with_entries(entries)
+
+
+def with_fusion_record_for_no_gemm(results: model.Results) -> model.Results:
+    from tuned_kernels.inductor_edge import choices, fusion
+
+    gemm = results.entries[0]
+    fused = model.Config.of({"epilogue": True, "prologue": True})
+    record = model.Entry(fusion.identity_for(gemm.kernel), choices.at_occurrence(gemm.key[:1], 7), fused)
+    return results.with_entries((*results.entries, record))
+
+
+# (id, the captured choices edited, warnings, hits): a choice Inductor does not offer or another torch's is
+# refused with one warning and Inductor chooses as it would have; a record for no GEMM is never consulted
+INDUCTOR_HOSTILE: list[tuple[str, Callable[[model.Results], model.Results], int, int]] = [
+    (
+        "choice-not-offered",
+        lambda r: edit_best(r, lambda k: {"template_id": "triton::mm", "BLOCK_M": 7}),
+        1,
+        0,
+    ),
+    ("template-kwargs-edited", lambda r: edit_best(r, lambda k: {**k, "EVEN_K": True}), 1, 0),
+    ("made-with-another-torch", lambda r: made_with_torch(r, "2.0.0"), 1, 0),
+    ("fusion-record-for-no-gemm", with_fusion_record_for_no_gemm, 0, 1),
+]
+
+
+@pytest.mark.parametrize(
+    ("name", "edit", "warned", "hits"), INDUCTOR_HOSTILE, ids=[h[0] for h in INDUCTOR_HOSTILE]
+)
+def test_hostile_inductor_choices_leave_the_compiled_program_correct(
+    tmp_path: Path,
+    captured_inductor: model.Results,
+    name: str,
+    edit: Callable[[model.Results], model.Results],
+    warned: int,
+    hits: int,
+) -> None:
+    bundle = tmp_path / "b.textproto"
+    write_results(bundle, edit(captured_inductor))
+    script = tmp_path / "prog.py"
+    script.write_text(INDUCTOR_PROGRAM.format(app=str(INDUCTOR_APP)))
+    env = {**os.environ, "TUNED_KERNELS_PATH": str(bundle), "TORCHINDUCTOR_CACHE_DIR": str(tmp_path / "ind"),
+           "TUNED_KERNELS_CACHE_DIR": str(tmp_path / "cache")}  # fmt: skip
+    out = subprocess.run([sys.executable, str(script)], capture_output=True, text=True, env=env, timeout=300)
+    assert out.returncode == 0 and "Traceback" not in out.stderr, out.stderr[-2000:]
+    assert len(factories.warnings_in(out.stderr)) == warned, factories.warnings_in(out.stderr)
+    stats = json.loads(out.stdout.split("STATS ", 1)[1])
+    assert (stats["hits"], stats["misses"]) == (hits, 1 - hits), stats
+
+
 def shared_overlay(tmp_path: Path) -> Path:
     from tuned_kernels.hardware import compiler_fingerprint, target_for_arch
 
