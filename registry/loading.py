@@ -95,7 +95,7 @@ def load(settings: Settings, opened: OpenedBundles, on_problem: Problem) -> Load
     loaded = Loaded(target, compiler, selection, sources)
     header = loaded.header(model.Producer.CAPTURE)  # the schema's producers: tune, capture, merge
 
-    store = _compiled_kernels(selection, views, target, compiler, on_problem)
+    store = _compiled_kernels(selection, views, target, compiler, on_problem, settings.compiled)
     capture = None if settings.capture is None else CaptureSink(settings.capture, header, on_problem)
     recorder = capture.keep_compiled if capture is not None and not interpreting() else None
     if len(store) or recorder is not None:
@@ -132,10 +132,11 @@ def _compiled_kernels(
     target: model.Target,
     compiler: model.CompilerFingerprint,
     on_problem: Problem,
+    wanted: bool,
 ) -> cache_manager.ArtifactStore:
     store = cache_manager.ArtifactStore()
     store.on_problem = on_problem
-    for candidate in selection.selected:
+    for candidate in selection.selected if wanted else ():
         view = views[candidate.path]
         if view.has_blobs and artifacts_fit(view.header, target, compiler):
             try:

@@ -1,6 +1,6 @@
 """How a registry serves, read once from the environment where the registry is enabled (never from inside
 it): TUNED_KERNELS_ON_MISS, TUNED_KERNELS_STALE, TUNED_KERNELS_CAPTURE, TUNED_KERNELS_REPORT,
-TUNED_KERNELS_WARMUP, TUNED_KERNELS_VERBOSE."""
+TUNED_KERNELS_WARMUP, TUNED_KERNELS_VERBOSE, TUNED_KERNELS_COMPILED."""
 
 from __future__ import annotations
 
@@ -18,6 +18,7 @@ REPORT_ENV = (
 )
 WARMUP_ENV = "TUNED_KERNELS_WARMUP"  # 0: no background warm-up (Triton builds its host modules at launch)
 VERBOSE_ENV = "TUNED_KERNELS_VERBOSE"  # 1: a short summary of what was served and tuned, on stderr at exit
+COMPILED_ENV = "TUNED_KERNELS_COMPILED"  # 0: serve the bundles' configs, never their compiled kernels
 
 
 @dataclass(frozen=True)
@@ -30,6 +31,7 @@ class Settings:
     report: Path | None = None
     warmup: bool = True  # open bundles and build Triton's host modules in the background (warmup.py)
     verbose: bool = False  # print `exit_summary` to stderr when the process ends
+    compiled: bool = True  # place the bundles' compiled kernels in Triton's cache (else Triton compiles)
 
     @staticmethod
     def from_environ(environ: Mapping[str, str]) -> Settings:
@@ -46,4 +48,5 @@ class Settings:
             Path(report) if report else None,
             warmup=environ.get(WARMUP_ENV, "1").strip() != "0",
             verbose=environ.get(VERBOSE_ENV, "0").strip() not in ("", "0"),
+            compiled=environ.get(COMPILED_ENV, "1").strip() != "0",
         )

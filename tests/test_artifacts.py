@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import dataclasses
 import hashlib
+import json
 import multiprocessing
 import os
 import re
@@ -132,6 +133,92 @@ def test_a_corrupt_artifact_falls_back_to_compiling_with_one_warning(
         assert manager.get_group("k.json") is None  # Triton compiles instead
     assert len(problems) == 1 and "corrupt (sha256 differs)" in problems[0]
     assert not list(tmp_path.rglob("*.cubin"))
+
+
+def _refiled(entry: model.Entry, blobs: Any, edit: Any, cache_key: str | None = None) -> model.Results:
+    """`entry`'s compiled kernel with its files (name -> bytes) edited by `edit`, hashed anew (so only what
+    they say can give them away), filed under `cache_key` (its own by default), alone in a bundle."""
+    (artifact,) = entry.artifacts
+    files = edit({f.name: blobs[f.sha256] for f in artifact.files})
+    listed = tuple(
+        model.ArtifactFile(n, hashlib.sha256(d).hexdigest(), len(d)) for n, d in sorted(files.items())
+    )
+    refiled = dataclasses.replace(artifact, files=listed, cache_key=cache_key or artifact.cache_key)
+    header = factories.results(target=factories.H100).header
+    kept = {f.sha256: files[f.name] for f in listed}
+    return model.Results(header, (dataclasses.replace(entry, artifacts=(refiled,)),), kept)
+
+
+def _json_edited(**fields: Any) -> Any:
+    def edit(files: dict[str, bytes]) -> dict[str, bytes]:
+        name = next(n for n in files if n.endswith(".json"))
+        return {**files, name: json.dumps({**json.loads(files[name]), **fields}).encode()}
+
+    return edit
+
+
+def _renamed_as(other: model.Entry) -> Any:
+    """Files and metadata say they are the `other` entry's kernel (the binary still holds the original)."""
+
+    def edit(files: dict[str, bytes]) -> dict[str, bytes]:
+        renamed = {f"{_name(other)}{Path(n).suffix}": d for n, d in files.items()}
+        return _json_edited(name=_name(other), hash=other.artifacts[0].cache_key)(renamed)
+
+    return edit
+
+
+def _binary_replaced(files: dict[str, bytes]) -> dict[str, bytes]:
+    return {
+        n: b"\x7fELF" + os.urandom(200) if n.endswith((".cubin", ".hsaco")) else d for n, d in files.items()
+    }
+
+
+# (id, the hostile bundle made from two compiled entries of different kernels, what the warning says)
+HOSTILE_COMPILED = [
+    ("claims-another-kernels-key", lambda a, b, blobs: _refiled(a, blobs, lambda f: f, b.artifacts[0].cache_key),
+     "filed under the cache key of"),
+    ("renamed-as-another-kernel", lambda a, b, blobs: _refiled(a, blobs, _renamed_as(b),
+                                                               b.artifacts[0].cache_key), "defines no function"),
+    ("metadata-hash-edited", lambda a, b, blobs: _refiled(a, blobs, _json_edited(hash="ab" * 32)),
+     "its metadata says cache key"),
+    ("metadata-warps-edited", lambda a, b, blobs: _refiled(a, blobs, _json_edited(num_warps=32)),
+     "its metadata launches 32 warps"),
+    ("metadata-target-edited", lambda a, b, blobs: _refiled(
+        a, blobs, _json_edited(target={"backend": "cuda", "arch": 75, "warp_size": 32})), "says target cuda:75"),
+    ("metadata-not-json", lambda a, b, blobs: _refiled(
+        a, blobs, lambda f: {n: b"{" if n.endswith(".json") else d for n, d in f.items()}), "cannot be read"),
+    ("binary-replaced", lambda a, b, blobs: _refiled(a, blobs, _binary_replaced), "is not a GPU binary"),
+]  # fmt: skip
+
+
+def _name(entry: model.Entry) -> str:
+    return entry.kernel.name.rsplit(".", 1)[-1]
+
+
+@pytest.mark.parametrize(("case", "make", "said"), HOSTILE_COMPILED, ids=[h[0] for h in HOSTILE_COMPILED])
+def test_a_compiled_kernel_that_is_not_what_it_says_is_compiled_instead_with_one_warning(
+    compiled: model.Results, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, case: str, make: Any, said: str
+) -> None:
+    """Triton trusts its own cache: a bundle's kernel filed under another kernel's cache key, or whose
+    metadata disagrees with its entry or its binary, never reaches it (real binaries, edited and re-hashed)."""
+    from triton.runtime.cache import FileCacheManager
+
+    first = compiled.entries[0]
+    other = next(e for e in compiled.entries if _name(e) != _name(first))
+    hostile = make(first, other, compiled.blobs)
+    store = cache_manager.ArtifactStore()
+    problems: list[str] = []
+    store.on_problem = problems.append
+    monkeypatch.setattr(cache_manager.ArtifactCacheManager, "store", store)
+    monkeypatch.setattr(cache_manager.ArtifactCacheManager, "inner_class", FileCacheManager)
+    monkeypatch.setenv("TRITON_CACHE_DIR", str(tmp_path))
+    store.add(hostile, "hostile bundle")
+    (artifact,) = hostile.entries[0].artifacts
+    asked = f"{_name(other if artifact.cache_key == other.artifacts[0].cache_key else first)}.json"
+    manager = cache_manager.ArtifactCacheManager(cache_manager.triton_manager_key(artifact.cache_key))
+    assert manager.get_group(asked) is None  # Triton compiles it
+    assert len(problems) == 1 and said in problems[0], problems
+    assert not [p for p in tmp_path.rglob("*") if p.is_file()]  # nothing placed in the user's cache
 
 
 def test_artifact_file_names_cannot_leave_the_cache_directory(tmp_path: Path) -> None:
@@ -317,3 +404,27 @@ def test_kernels_compiled_in_a_multiprocessing_worker_are_written_at_once(tmp_pa
     assert [e.kernel.name for e in read_results(capture).entries] == ["compiled:in-worker"]
     sink.flush()
     assert len(read_results(capture).entries) == 3
+
+
+def test_compiled_kernels_are_held_to_serve_unless_turned_off(
+    compiled: model.Results, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """TUNED_KERNELS_COMPILED=0 serves a bundle's configs only: Triton compiles every kernel itself."""
+    from tuned_kernels.registry.loading import load
+    from tuned_kernels.registry.settings import Settings
+
+    from tuned_kernels.results.discovery import open_installed
+
+    bundle = tmp_path / "compiled.pb.zst"
+    write_results(bundle, compiled)
+    monkeypatch.setenv("TUNED_KERNELS_PATH", str(bundle))
+    monkeypatch.setenv("TUNED_KERNELS_TARGET", compiled.header.target.arch)
+    monkeypatch.setenv("TUNED_KERNELS_CACHE_DIR", str(tmp_path / "cache"))
+    held = {}
+    for value in ("1", "0"):
+        try:
+            settings = Settings.from_environ({"TUNED_KERNELS_COMPILED": value})
+            held[value] = len(load(settings, open_installed(), lambda _: None).store)
+        finally:
+            cache_manager.uninstall()
+    assert held == {"1": len({e.artifacts[0].cache_key for e in compiled.entries}), "0": 0}

@@ -486,3 +486,116 @@ def test_the_builtin_gemm_corpus_captured_serves_max_autotune_linear_layers(tmp_
     gemms = [e for e in read_results(bundle).entries if e.kernel.name == "inductor.mm" and len(e.key) == 1]
     assert len(gemms) == 6, [e.key for e in gemms]  # M=256 of the six (N, K) pairs, fp16 (and occurrences)
     assert json.loads(done.stdout.splitlines()[-1]) == {"hits": 6, "misses": 0, "missed": []}
+
+
+def _lying(bundle: Path, how: str) -> None:
+    """Rewrites `bundle` so that one compiled kernel lies, re-hashed so that only what it says gives it
+    away: `warps` (its metadata launches twice the warps its binary was compiled for) or `key` (the plain
+    kernel's files filed under the autotuned winner's cache key)."""
+    import dataclasses
+    import hashlib
+
+    from tuned_kernels import model
+    from tuned_kernels.results import write_results
+
+    results = read_results(bundle)
+    plain = next(e for e in results.entries if e.kernel.name == "compiled:add_one")
+    winner = next(e for e in results.entries if e.kernel.name == "captured_app.scale")
+    (artifact,) = plain.artifacts
+    files = {f.name: results.blobs[f.sha256] for f in artifact.files}
+    cache_key = artifact.cache_key
+    if how == "warps":
+        metadata = json.loads(files["add_one.json"])
+        files["add_one.json"] = json.dumps({**metadata, "num_warps": 2 * metadata["num_warps"]}).encode()
+        config = dataclasses.replace(artifact.config, num_warps=2 * artifact.config.num_warps)
+    else:
+        cache_key, config = winner.artifacts[0].cache_key, winner.artifacts[0].config
+    listed = tuple(
+        model.ArtifactFile(n, hashlib.sha256(d).hexdigest(), len(d)) for n, d in sorted(files.items())
+    )
+    lying = dataclasses.replace(artifact, files=listed, cache_key=cache_key, config=config)
+    blobs = {**results.blobs, **{f.sha256: files[f.name] for f in listed}}
+    entries = [dataclasses.replace(e, artifacts=(lying,)) if e is plain else e for e in results.entries]
+    if how == "key":  # the winner's own kernel no longer answers for its key
+        entries = [dataclasses.replace(e, artifacts=()) if e is winner else e for e in entries]
+    write_results(bundle, model.Results(results.header, tuple(entries), blobs))
+
+
+@pytest.mark.parametrize("how", ["warps", "key"])
+def test_a_captured_compiled_kernel_that_lies_is_compiled_instead_with_one_warning(
+    tmp_path: Path, how: str
+) -> None:
+    """The bundle's compiled kernel disagrees with its own entry (warps) or claims another kernel's cache
+    key: a fresh process never launches it; Triton compiles that kernel, and the program's outputs hold."""
+    app = [sys.executable, str(ROOT / "tests/corpora/captured_app.py")]
+    bundle = tmp_path / "captured.pb.zst"
+    capture_env = {**os.environ, "TRITON_CACHE_DIR": str(tmp_path / "capture-cache")}
+    run = subprocess.run(
+        [sys.executable, "-m", "tuned_kernels", "capture", "-o", str(bundle), "--", *app],
+        env=capture_env, capture_output=True, text=True, cwd=tmp_path, timeout=600
+    )  # fmt: skip
+    assert run.returncode == 0, run.stderr[-3000:]
+    _lying(bundle, how)
+    serve_env = {
+        **os.environ,
+        "TUNED_KERNELS": "1",
+        "TUNED_KERNELS_PATH": str(bundle),
+        "TRITON_CACHE_DIR": str(tmp_path / "empty"),
+        "TUNED_KERNELS_CACHE_DIR": str(tmp_path / "o"),
+    }
+    out = subprocess.run(app, env=serve_env, capture_output=True, text=True, cwd=tmp_path, timeout=600)
+    assert out.returncode == 0 and "Traceback" not in out.stderr, out.stderr[-3000:]  # its asserts held
+    warned = [line for line in out.stderr.splitlines() if line.startswith("tuned-kernels: ")]
+    assert len(warned) == 1 and "compiled kernel from" in warned[0], warned
+    assert "COMPILED 0" not in out.stdout, out.stdout  # Triton compiled what was refused
+
+
+DIRECT_PROGRAM = """
+import torch, triton, triton.language as tl, tuned_kernels
+tuned_kernels.enable()
+
+
+@triton.autotune(configs=[triton.Config({"BLOCK": 64}), triton.Config({"BLOCK": 128})], key=["n"])
+@triton.jit
+def shifted(x_ptr, y_ptr, n, stride, add, BLOCK: tl.constexpr):
+    offs = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
+    x = tl.load(x_ptr + offs * stride, mask=offs < n)
+    tl.store(y_ptr + offs, x + (add % 7), mask=offs < n)
+
+
+def run(x, add):
+    y = torch.empty(x.numel(), device="cuda", dtype=x.dtype)
+    shifted[lambda meta: (triton.cdiv(x.numel(), meta["BLOCK"]),)](x, y, x.numel(), x.stride(0), add)
+    return y
+
+
+flat = torch.randn(4097, device="cuda")
+cases = {
+    "plain": (flat[:1000], 1), "again": (flat[:1000], 3), "strided": (flat[:2000:2], 1),
+    "fp16": (flat[:1000].half(), 1), "misaligned": (flat[1:1001], 1), "empty": (flat[:0], 1),
+    "int past 2**31": (flat[:1000], 2**31 + 5), "int64 then int32": (flat[:1000], 2**31 - 1),
+    "plain again": (flat[:1000], 1),
+}
+wrong = [name for name, (x, add) in cases.items() if not torch.equal(run(x, add), x + (add % 7))]
+direct = shifted.__dict__["_tuned_kernels_direct"].launches.values()
+print("WRONG", wrong, "DIRECT", sum(hasattr(d, "compiled") for d in direct))
+"""
+
+
+def test_direct_launches_never_run_a_kernel_compiled_for_other_arguments(tmp_path: Path) -> None:
+    """One autotuned kernel, launched in turn with other strides, a half-precision tensor, a misaligned
+    view, an empty tensor and ints past 2**31: each launch computes what eager PyTorch does (a kernel
+    compiled for other arguments would not), and later launches of a seen specialization went direct."""
+    script = tmp_path / "direct_app.py"
+    script.write_text(DIRECT_PROGRAM)
+    env = {
+        **os.environ,
+        "TRITON_CACHE_DIR": str(tmp_path / "cache"),
+        "TUNED_KERNELS_CACHE_DIR": str(tmp_path / "o"),
+    }
+    out = subprocess.run([sys.executable, str(script)], env=env, capture_output=True, text=True, timeout=600)
+    assert out.returncode == 0, out.stderr[-3000:]
+    line = next(line for line in out.stdout.splitlines() if line.startswith("WRONG"))
+    assert line.startswith("WRONG [] DIRECT") and int(line.rsplit(" ", 1)[1]) >= 1, (
+        out.stdout + out.stderr[-2000:]
+    )

@@ -25,6 +25,7 @@ from pathlib import Path
 from typing import Any
 
 from tuned_kernels import model
+from tuned_kernels.triton_edge.artifact_check import BINARY_SUFFIXES, METADATA_SUFFIX, why_not_served
 
 
 @dataclass(frozen=True)
@@ -62,9 +63,10 @@ class ArtifactStore:
         return len(self._held)
 
     def files_for(self, manager_key: str, metadata_name: str) -> dict[str, bytes] | None:
-        """The verified files of the artifact under `manager_key`, or None (with one warning if bad)."""
+        """The verified files of the artifact under `manager_key` when Triton asks it for `metadata_name`,
+        or None (with one warning if bad: Triton compiles the kernel instead)."""
         held = self._held.get(manager_key)
-        if held is None or metadata_name not in {f.name for f in held.artifact.files}:
+        if held is None:
             return None
         files = {}
         for f in held.artifact.files:
@@ -73,6 +75,10 @@ class ArtifactStore:
                 self._fail(held, f"{f.name} is {'missing' if data is None else 'corrupt (sha256 differs)'}")
                 return None
             files[f.name] = data
+        why = why_not_served(held.artifact, files, metadata_name)
+        if why is not None:
+            self._fail(held, why)
+            return None
         return files
 
     def _fail(self, held: _Held, why: str) -> None:
@@ -148,8 +154,6 @@ class ArtifactCacheManager:
 
 
 Recorder = Callable[[model.Artifact, dict[str, bytes], str], None]  # a compiled kernel, its bytes, its name
-METADATA_SUFFIX = ".json"
-BINARY_SUFFIXES = (".cubin", ".hsaco")  # what a GPU loads; the IRs beside them are not shipped
 _paused: list[bool] = []
 _capturing: list[CompileListener] = []  # the listener `install` set when given a recorder
 

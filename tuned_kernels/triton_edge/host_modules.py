@@ -29,7 +29,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from tuned_kernels import model
-from tuned_kernels.triton_edge.cache_manager import METADATA_SUFFIX
+from tuned_kernels.triton_edge.artifact_check import METADATA_SUFFIX
 
 MAX_LAUNCHERS = 64  # distinct argument-type lists built per process (each a C compile)
 # added to the builders' niceness: they and the C compilers they start yield the CPU to the program
