@@ -552,6 +552,7 @@ def test_a_captured_compiled_kernel_that_lies_is_compiled_instead_with_one_warni
 
 DIRECT_PROGRAM = """
 import torch, triton, triton.language as tl, tuned_kernels
+from tuned_kernels.triton_edge.direct_launch import launch  # as the built-in ops launch their kernels
 tuned_kernels.enable()
 
 
@@ -565,7 +566,7 @@ def shifted(x_ptr, y_ptr, n, stride, add, BLOCK: tl.constexpr):
 
 def run(x, add):
     y = torch.empty(x.numel(), device="cuda", dtype=x.dtype)
-    shifted[lambda meta: (triton.cdiv(x.numel(), meta["BLOCK"]),)](x, y, x.numel(), x.stride(0), add)
+    launch(shifted, lambda meta: (triton.cdiv(x.numel(), meta["BLOCK"]),), x, y, x.numel(), x.stride(0), add)
     return y
 
 

@@ -2,16 +2,18 @@
 trusts its own cache, so a kernel filed under another kernel's cache key, or whose metadata disagrees with
 its entry or its binary, would be launched as is (the wrong kernel, or the right one with the wrong
 launch). Checked here: the metadata is the kernel Triton asked for (name, cache key, target), launches as
-the entry's config does (warps, stages), and names a function its binary defines. A binary's machine code
-itself cannot be checked without compiling it again; `TUNED_KERNELS_COMPILED=0` serves configs only."""
+the entry's config does (warps, stages), and names a function its binary defines, which (a cubin) was
+compiled for the threads the metadata launches. A binary's machine code itself cannot be checked without
+compiling it again; `TUNED_KERNELS_COMPILED=0` serves configs only."""
 
 from __future__ import annotations
 
 import json
+import struct
 from collections.abc import Mapping
 
 from tuned_kernels import model
-from tuned_kernels.elf_symbols import defined_symbols
+from tuned_kernels.elf import Elf, read_elf
 
 METADATA_SUFFIX = ".json"
 BINARY_SUFFIXES = (".cubin", ".hsaco")  # what a GPU loads; the IRs beside them are not shipped
@@ -32,6 +34,7 @@ def why_not_served(artifact: model.Artifact, files: Mapping[str, bytes], asked: 
         name, cache_key, target = str(metadata["name"]), str(metadata["hash"]), metadata["target"]
         gpu_target = f"{target['backend']}:{target['arch']}:{target['warp_size']}"
         launch = (int(metadata["num_warps"]), int(metadata["num_stages"]))
+        threads = launch[0] * int(target["warp_size"])
     except (KeyError, TypeError, ValueError) as exc:
         return f"its metadata cannot be read ({type(exc).__name__}: {exc})"
     if metadata_file_of(name) != asked or metadata_name != asked:
@@ -48,9 +51,38 @@ def why_not_served(artifact: model.Artifact, files: Mapping[str, bytes], asked: 
     for file_name, data in files.items():
         if file_name.endswith(BINARY_SUFFIXES):
             try:
-                defined = defined_symbols(data)
+                binary = read_elf(data)
             except ValueError as exc:
                 return f"{file_name} is not a GPU binary: {exc}"
-            if name not in defined:
+            if name not in binary.symbols:
                 return f"{file_name} defines no function {name!r}"
+            compiled_for = threads_per_block(binary, name)
+            if compiled_for not in (None, threads):
+                return f"{file_name} was compiled for {compiled_for} threads a block, its metadata launches {threads}"
+    return None
+
+
+_REQNTID, _MAX_THREADS = 0x10, 0x05  # a cubin's kernel attributes (EIATTR_*) naming its block size
+_SIZED = 0x04  # the attribute format with a 16-bit size before its value (EIFMT_SVAL)
+_FOUR_BYTES = (0x01, 0x02, 0x03)  # no value, a byte, 16 bits: each attribute 4 bytes in all
+
+
+def threads_per_block(binary: Elf, kernel: str) -> int | None:
+    """The block size a cubin's kernel was compiled for (its required or maximum threads, from the
+    `.nv.info.<kernel>` attributes), or None where it does not say (or is not a cubin)."""
+    info = binary.sections.get(f".nv.info.{kernel}", b"")
+    at = 0
+    while at + 4 <= len(info):
+        form, attribute = info[at], info[at + 1]
+        if form in _FOUR_BYTES:
+            at += 4
+        elif form == _SIZED:
+            (size,) = struct.unpack_from("<H", info, at + 2)
+            value = info[at + 4 : at + 4 + size]
+            if attribute in (_REQNTID, _MAX_THREADS) and len(value) == 12:
+                x, y, z = struct.unpack("<III", value)
+                return x * y * z
+            at += 4 + size
+        else:  # a format whose length is not read here: what follows is not known
+            return None
     return None
