@@ -33,6 +33,9 @@ def load_corpus(spec: str) -> Corpus:
                 raise CorpusError(
                     f"corpus file {target} would replace the imported module {module_name}: rename it"
                 )
+            folder = str(path.resolve().parent)
+            if folder not in sys.path:  # its sibling modules import, as when `python` runs the file
+                sys.path.insert(0, folder)
             module_spec = importlib.util.spec_from_file_location(module_name, path)
             assert module_spec and module_spec.loader
             module = importlib.util.module_from_spec(module_spec)

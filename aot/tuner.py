@@ -59,6 +59,7 @@ class TuneReport:
     artifacts: int = 0
     artifact_bytes: int = 0
     artifact_note: str = ""
+    outputs: list[str] = field(default_factory=list)  # the results files written, where more than -o
 
     def add(self, family: str, entry: model.Entry) -> None:
         self.tuned += 1

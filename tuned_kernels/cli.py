@@ -116,7 +116,13 @@ def cmd_tune(args: argparse.Namespace) -> int:
         seed_files=args.seed_from or (),
         options=options,
     )
-    report = run_tune(request, utc_now())
+    if args.dask:
+        from tuned_kernels.aot.dask_tune import run_on_dask
+
+        report = run_on_dask(request, args.dask, utc_now())
+    else:
+        report = run_tune(request, utc_now())
+    written = ", ".join(report.outputs) or args.output
     summary = {**dataclasses.asdict(report), "output": args.output}
     if args.json:
         print(json.dumps(summary, indent=2))
@@ -125,7 +131,7 @@ def cmd_tune(args: argparse.Namespace) -> int:
             f"tuned {report.tuned} keys ({report.resumed} done earlier"
             + (f", {report.other_kernel} for another kernel here" if report.other_kernel else "")
             + f") in {report.seconds:.1f}s: "
-            f"{report.configs_benchmarked} configs benchmarked, {report.rejected} rejected -> {args.output}"
+            f"{report.configs_benchmarked} configs benchmarked, {report.rejected} rejected -> {written}"
             + (" (stopped at the time budget)" if report.stopped_early else "")
         )
         if report.artifact_note:
@@ -437,7 +443,8 @@ def _add_tuning_commands(sub: Any) -> None:
         "--shard I/N splits the keys across machines; merge the parts afterwards.",
         "  tuned-kernels tune --shapes full -o sm90.pb.zst\n"
         "  tuned-kernels tune --corpus my_corpus.py -o mine.pb.zst --time-budget 600\n"
-        "  tuned-kernels tune --shapes full --shard 0/4 -o part0.pb.zst   # then: merge part*.pb.zst -o all.pb.zst",
+        "  tuned-kernels tune --shapes full --shard 0/4 -o part0.pb.zst   # then: merge part*.pb.zst -o all.pb.zst\n"
+        "  tuned-kernels tune --shapes full --dask tcp://scheduler:8786 -o '{target}-{compiler}.pb.zst'",
         cmd_tune,
     )
     p.add_argument(
@@ -461,6 +468,12 @@ def _add_tuning_commands(sub: Any) -> None:
         help="tune slice I of N (I from 0) of the keys: one machine of N",
     )
     p.add_argument("--resume", action="store_true", help="keep the output's finished keys, tune the rest")
+    p.add_argument(
+        "--dask",
+        metavar="ADDRESS",
+        help="tune on a Dask cluster (tcp://HOST:8786), or on one started here: local (a worker per GPU) "
+        "or local:N; each kind of GPU and compiler gets its own file (-o may hold {target} and {compiler})",
+    )
     p.add_argument(
         "--jobs",
         type=_positive_int,

@@ -81,7 +81,7 @@ def threads_per_block(binary: Elf, kernel: str) -> int | None:
             value = info[at + 4 : at + 4 + size]
             if attribute in (_REQNTID, _MAX_THREADS) and len(value) == 12:
                 x, y, z = struct.unpack("<III", value)
-                return x * y * z
+                return int(x * y * z)
             at += 4 + size
         else:  # a format whose length is not read here: what follows is not known
             return None

@@ -1,0 +1,371 @@
+"""`tuned-kernels tune --dask ADDRESS`: a corpus tuned on a Dask cluster, each (family, case) one task on
+one GPU of one worker.
+
+- Workers report their target and compiler first; every key is tuned once per kind of worker (a mixed
+  cluster yields one results file per GPU type and compiler), on a worker of that kind only.
+- Each task asks for one `GPU` resource: a worker runs as many tuning tasks at once as it has GPUs
+  declared (`dask worker --resources GPU=1`, one worker per GPU; `--dask local` starts such a cluster on
+  this machine). A worker that dies mid-key has that key re-run elsewhere by the scheduler.
+- The client writes each kind's file (atomically) as its keys finish, so `--resume` after the client
+  itself was stopped keeps every finished key; what a worker returns is our results format, read back
+  with the same checks as any file, never a pickled object of ours.
+- Keys of implementation choices (which time the kernels tuned before them with their winners) run after
+  every other key of their kind finished, with those winners.
+
+Dask is optional (`pip install 'tuned-kernels[dask]'`) and imported only here.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import dataclasses
+import functools
+import json
+import logging
+import sys
+import time
+from collections.abc import Iterator, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from tuned_kernels.aot.corpus_loader import load_corpus, select_families
+from tuned_kernels.aot.kinds import ChoiceOfImplementations, kind_of
+from tuned_kernels.aot.progress import Progress, ProgressEvent
+from tuned_kernels.aot.tune_command import TuneRequest, header_now
+from tuned_kernels.aot.tuner import EVERY_ITEM, TuneReport, TuneRun, WorkItem, merge_reports, work_items
+
+from tuned_kernels import model
+from tuned_kernels.errors import TunedKernelsError
+from tuned_kernels.naming import compiler_digest, safe_arch, safe_version
+from tuned_kernels.version import TOOL_VERSION
+
+GPU = "GPU"  # the worker resource a task takes: one GPU
+RETRIES = 2  # a task that raises is tried this many more times (a dead worker's task is re-run anyway)
+LOCAL = "local"
+
+
+@dataclass(frozen=True)
+class Kind:
+    """A kind of worker: the GPU architecture and compiler its results are for (the target and compiler in
+    full are those of the first worker of the kind, as a tune on it would record them)."""
+
+    target: model.Target = field(compare=False)
+    compiler: model.CompilerFingerprint = field(compare=False)
+    arch: str = ""
+    compiler_id: str = ""
+
+    @staticmethod
+    def of(target: model.Target, compiler: model.CompilerFingerprint) -> Kind:
+        return Kind(target, compiler, target.arch, compiler.compiler_id)
+
+    @property
+    def label(self) -> str:
+        """`sm90-triton3.6.0-<digest>`: names its file when the output names more than one kind."""
+        version = safe_version(self.compiler.triton_version)
+        return f"{safe_arch(self.target.arch)}-triton{version}-{compiler_digest(self.compiler)}"
+
+
+@dataclass
+class KindFile:
+    """One kind's results file, written as its keys finish."""
+
+    path: Path
+    header: model.Header
+    entries: dict[model.EntrySlot, model.Entry] = field(default_factory=dict)
+    blobs: dict[str, bytes] = field(default_factory=dict)
+
+    def add(self, results: model.Results) -> None:
+        for entry in results.entries:
+            self.entries[entry.slot] = entry
+        self.blobs.update(results.blobs)
+
+    def save(self) -> None:
+        from tuned_kernels.results import write_results
+
+        ordered = tuple(sorted(self.entries.values(), key=model.entry_sort_key))
+        write_results(
+            self.path, model.Results(self.header, ordered, model.referenced_blobs(ordered, self.blobs))
+        )
+
+    def answers(self) -> bytes:
+        """Its entries without their compiled kernels, as our results format (what a task starts from)."""
+        from tuned_kernels.results.files import encode_results
+
+        bare = tuple(dataclasses.replace(e, artifacts=()) for e in self.entries.values())
+        return encode_results(
+            model.Results(self.header, tuple(sorted(bare, key=model.entry_sort_key))), "a.pb"
+        )
+
+
+def output_for(pattern: str, kind: Kind, first: bool) -> Path:
+    """A kind's file: `pattern` with `{target}` and `{compiler}` filled in where it has them; else the
+    pattern itself for the first kind the run met, and the pattern with the kind's label before its
+    extensions for every other."""
+    if "{target}" in pattern or "{compiler}" in pattern:
+        compiler = kind.label.split("-", 1)[1]
+        return Path(pattern.replace("{target}", kind.target.arch).replace("{compiler}", compiler))
+    path = Path(pattern)
+    if first:
+        return path
+    suffixes = "".join(path.suffixes)
+    return path.with_name(f"{path.name.removesuffix(suffixes)}.{kind.label}{suffixes}")
+
+
+def run_on_dask(request: TuneRequest, address: str, created_at: str) -> TuneReport:
+    try:
+        import distributed
+    except ImportError:
+        raise TunedKernelsError("--dask needs Dask: pip install 'tuned-kernels[dask]'") from None
+    start = time.monotonic()
+    request = dataclasses.replace(request, corpus=_absolute(request.corpus))
+    families = select_families(load_corpus(request.corpus), request.kernels)
+    items = work_items(families, request.shapes, request.options.shard)
+    with _client(distributed, address) as client:
+        kinds = _kinds_of_workers(distributed, client)
+        files = _files_for(request, kinds, created_at)
+        reports = _tune_every_kind(distributed, client, request, items, kinds, files)
+    report = merge_reports(reports, time.monotonic() - start)
+    report.cases = len(items) * len(files)
+    report.outputs = [str(f.path) for f in files.values()]
+    return report
+
+
+def _absolute(corpus: str) -> str:
+    """A corpus file as the workers find it (on another host: at the same path)."""
+    target, colon, name = corpus.partition(":")
+    return f"{Path(target).resolve()}{colon}{name}" if target.endswith(".py") else corpus
+
+
+@contextlib.contextmanager
+def _client(distributed: Any, address: str) -> Iterator[Any]:
+    """A client of the cluster at `address`, or of one started here for `local` (a worker per visible GPU,
+    or `local:N`: N workers, each with one GPU resource)."""
+    if address != LOCAL and not address.startswith(f"{LOCAL}:"):
+        with distributed.Client(address, timeout="60s") as client:
+            yield client
+        return
+    specs = _local_workers(address)
+    workers = {
+        f"gpu{i}": {
+            "cls": distributed.Nanny,
+            "options": {"nthreads": 1, "resources": {GPU: 1}, "env": env, "silence_logs": logging.ERROR},
+        }
+        for i, env in enumerate(specs)
+    }
+    scheduler = {"cls": distributed.Scheduler, "options": {"dashboard_address": None}}
+    with (
+        distributed.SpecCluster(workers=workers, scheduler=scheduler, silence_logs=40) as cluster,
+        distributed.Client(cluster) as client,
+    ):
+        yield client
+
+
+def _local_workers(address: str) -> list[dict[str, str]]:
+    """Each local worker's environment: one per visible GPU (seeing that GPU alone), or `local:N` workers."""
+    from tuned_kernels.aot.tune_command import _device_of
+
+    _, _, count = address.partition(":")
+    if count:
+        if not count.isdigit() or int(count) < 1:
+            raise TunedKernelsError(f"--dask {address}: want local or local:N with N >= 1")
+        return [{} for _ in range(int(count))]
+    import torch
+
+    gpus = torch.cuda.device_count()
+    return [{"CUDA_VISIBLE_DEVICES": _device_of(gpu)} for gpu in range(gpus)] or [{}]
+
+
+def _kinds_of_workers(distributed: Any, client: Any) -> list[Kind]:
+    """The kinds of the cluster's workers (target and compiler, each reported by the worker itself). Each
+    worker also holds a resource named for its kind (set by `KindResource` as it starts, again when
+    restarted), which a task for that kind asks for."""
+    client.wait_for_workers(1, timeout=120)
+    client.register_plugin(_kind_resource_plugin(distributed)(), name="tuned-kernels-kind")
+    resources = client.run(_worker_resources)
+    missing = [address for address, held in resources.items() if GPU not in held]
+    if missing:
+        raise TunedKernelsError(
+            f"worker {missing[0]} declares no {GPU} resource: start one worker per GPU with --resources {GPU}=1"
+        )
+    reported = client.run(worker_kind)
+    return list(
+        dict.fromkeys(Kind.of(target, compiler) for _, (target, compiler) in sorted(reported.items()))
+    )
+
+
+def _worker_resources(dask_worker: Any) -> dict[str, float]:
+    return dict(dask_worker.state.total_resources)
+
+
+@functools.cache
+def worker_kind() -> tuple[model.Target, model.CompilerFingerprint]:
+    """Runs on a worker: its target and compiler."""
+    from tuned_kernels.hardware import compiler_fingerprint, detect
+    from tuned_kernels.hardware.probe import interpret_without_gpu
+
+    interpret_without_gpu()
+    target = detect()
+    return target, compiler_fingerprint(target)
+
+
+def kind_resource(kind: Kind) -> str:
+    return f"tuned-kernels:{kind.label}"
+
+
+def _kind_resource_plugin(distributed: Any) -> type:
+    """A worker plugin (defined once Dask is imported) that gives its worker the resource of its kind."""
+
+    class KindResource(distributed.WorkerPlugin):  # type: ignore[misc]
+        async def setup(self, worker: Any) -> None:
+            import asyncio
+
+            target, compiler = await asyncio.get_running_loop().run_in_executor(None, worker_kind)
+            await worker.set_resources(**{kind_resource(Kind.of(target, compiler)): 1})
+
+    return KindResource
+
+
+def _files_for(request: TuneRequest, kinds: Sequence[Kind], created_at: str) -> dict[Kind, KindFile]:
+    """Each kind's file; with --resume, the finished keys of the file already there for that kind. The
+    kind of an existing output file (its header) keeps its name: a resumed run names files as before."""
+    from tuned_kernels.results import read_results
+
+    existing = Path(request.output)
+    first_kind = None
+    if request.resume and existing.exists() and "{" not in request.output:
+        header = read_results(existing).header
+        first_kind = Kind.of(header.target, header.compiler)
+    ordered = sorted(kinds, key=lambda k: (k != first_kind, k.label))
+    files = {}
+    for i, kind in enumerate(ordered):
+        path = output_for(request.output, kind, first=i == 0)
+        header = model.Header(kind.target, kind.compiler, model.Producer.TUNE, TOOL_VERSION, created_at)
+        files[kind] = KindFile(path, header)
+        if request.resume and path.exists():
+            files[kind].add(read_results(path))
+    return files
+
+
+def _tune_every_kind(
+    distributed: Any,
+    client: Any,
+    request: TuneRequest,
+    items: Sequence[WorkItem],
+    kinds: Sequence[Kind],
+    files: dict[Kind, KindFile],
+) -> list[TuneReport]:
+    """Every item on every kind of worker: the choices of implementations after the rest of their kind."""
+    from tuned_kernels.results.files import decode_results
+
+    spec = json.dumps(request.to_json())
+    later = [
+        i for i, item in enumerate(items) if isinstance(kind_of(item.family.kernel), ChoiceOfImplementations)
+    ]
+    first = [i for i in range(len(items)) if i not in later]
+    progress = Progress(sys.stderr)
+    total = len(items) * len(kinds)
+    reports: list[TuneReport] = []
+    pending: dict[Any, tuple[Kind, int]] = {}
+    started = time.monotonic()
+
+    def submit(kind: Kind, indices: Sequence[int]) -> None:
+        answers = files[kind].answers()  # in each task: data scattered to a worker dies with it
+        for i in indices:
+            future = client.submit(
+                tune_on_worker, spec, i, answers, key=f"tune-{kind.label}-{i}",
+                resources={GPU: 1, kind_resource(kind): 1}, retries=RETRIES, pure=False,
+            )  # fmt: skip
+            pending[future] = (kind, i)
+
+    for kind in kinds:
+        submit(kind, first)
+    waiting_for_first = {kind: len(first) for kind in kinds}
+    queue = distributed.as_completed(list(pending))
+    for future in queue:
+        kind, i = pending.pop(future)
+        item = items[i]
+        try:
+            returned = future.result()
+            results = decode_results(returned["results"], "worker.pb")
+            report = TuneReport(**returned["report"])
+        except Exception as exc:  # a task that failed every retry: the run goes on without that key
+            report = TuneReport(failed=[f"{item.family.name} {item.case.id} on {kind.label}: {exc}"])
+            results = None
+        if results is not None and results.entries:
+            files[kind].add(results)
+            files[kind].save()
+        reports.append(report)
+        finished = len(reports)
+        measured = report.configs_benchmarked  # the ETA's rate is per config measured
+        event = ProgressEvent(finished, total, item.family.name, item.case.id, measured, measured, None, None,
+                              time.monotonic() - started, _summary(report, results, kind))  # fmt: skip
+        progress(event)
+        if i in first:
+            waiting_for_first[kind] -= 1
+            if waiting_for_first[kind] == 0 and later:
+                submit(kind, later)
+                queue.update([f for f, (k, j) in pending.items() if k == kind and j in later])
+    progress.close()
+    for file in files.values():
+        if not file.path.exists():
+            file.save()  # a kind with nothing new still writes a valid file
+    return reports
+
+
+def _summary(report: TuneReport, results: model.Results | None, kind: Kind) -> str:
+    if report.failed:
+        return "FAILED: " + "; ".join(report.failed)
+    if results is not None and results.entries:
+        entry = results.entries[0]
+        return (
+            f"best {entry.best.describe()} {entry.best_time_ms:.4g} ms, {entry.configs_benchmarked} configs, "
+            f"{len(entry.rejected)} rejected on {kind.label}"
+        )
+    return "its op launches another family's kernel here, skipped" if report.other_kernel else "done earlier"
+
+
+_WORKER_STATE: dict[str, tuple[Sequence[WorkItem], Any]] = {}
+
+
+def tune_on_worker(spec: str, index: int, answers: bytes) -> dict[str, Any]:
+    """Runs on a worker: tunes item `index` of the request `spec`, given its kind's finished entries
+    (`answers`: skipped when its key is among them, and what an implementation choice launches with).
+    Returns the new entry with its compiled kernel, as our results format, and the item's report."""
+    from tuned_kernels.hardware.probe import interpret_without_gpu
+
+    interpret_without_gpu()  # before the corpus defines its kernels: the interpreter on a CPU worker
+    from tuned_kernels.results.files import decode_results, encode_results
+
+    items, tuner = _WORKER_STATE.get(spec) or _prepare(spec)
+    done = {e.slot: e for e in decode_results(answers, "answers.pb").entries}
+    before = set(done)
+    tuner.blobs.clear()
+    from tuned_kernels import resolving
+
+    with resolving.installed(None):  # the tuner measures configs itself: bundles must not answer for it
+        report = TuneRun(tuner, [items[index]], done, EVERY_ITEM).run(lambda _: None)
+    new = tuple(e for slot, e in done.items() if slot not in before)
+    header = header_now(tuner.target, model.Producer.TUNE, "1970-01-01T00:00:00Z")
+    results = model.Results(header, new, model.referenced_blobs(new, tuner.blobs))
+    return {"results": encode_results(results, "r.pb"), "report": dataclasses.asdict(report)}
+
+
+def _prepare(spec: str) -> tuple[Sequence[WorkItem], Any]:
+    from tuned_kernels.aot.tuner import Tuner
+    from tuned_kernels.hardware import detect
+
+    from tuned_kernels.results import read_results
+    from tuned_kernels.results.locate import results_files_given
+    from tuned_kernels.triton_edge.benchmarker import default_benchmarker
+
+    request = TuneRequest.from_json(json.loads(spec))
+    families = select_families(load_corpus(request.corpus), request.kernels)
+    items = work_items(families, request.shapes, request.options.shard)
+    seeds = [e for path in results_files_given(request.seed_files) for e in read_results(path).entries]
+    target = detect()
+    device = "cuda" if target.arch != "cpu" else "cpu"
+    benchmarker = default_benchmarker(target.arch != "cpu")
+    tuner = Tuner(target, device, benchmarker, request.options, seeds, lambda _: None, {})
+    _WORKER_STATE[spec] = (items, tuner)
+    return items, tuner

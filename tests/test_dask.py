@@ -1,0 +1,148 @@
+"""`tune --dask`: a corpus tuned on a real Dask cluster of worker processes (the cpu target): every key
+tuned once as one process would, a worker that dies mid-key costs nothing, a client stopped and resumed
+tunes no key twice, and workers of another compiler get their own file."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from tuned_kernels import model
+from tuned_kernels.results import read_results
+
+distributed = pytest.importorskip("distributed")
+CORPORA = Path(__file__).parent / "corpora"
+CORPUS = str(CORPORA / "dask_corpus.py")
+KEYS = 6  # the corpus's cases
+
+
+def tune_env(**extra: str) -> dict[str, str]:
+    return {
+        **os.environ,
+        "PYTHONPATH": os.pathsep.join([str(CORPORA), os.environ.get("PYTHONPATH", "")]),
+        **extra,
+    }
+
+
+def tune(tmp_path: Path, output: Path, *args: str, env: dict[str, str] | None = None) -> dict:
+    command = [sys.executable, "-m", "tuned_kernels", "tune", "--corpus", CORPUS, "-o", str(output), "--json"]
+    done = subprocess.run(
+        [*command, *args], capture_output=True, text=True, env=env or tune_env(), cwd=tmp_path, timeout=300
+    )
+    assert done.returncode == 0, done.stderr[-3000:]
+    return json.loads(done.stdout)  # type: ignore[no-any-return]
+
+
+def slots(path: Path) -> list[model.EntrySlot]:
+    return sorted(e.slot for e in read_results(path).entries)
+
+
+def test_two_workers_tune_every_key_once_as_one_process_would(tmp_path: Path) -> None:
+    alone, spread = tmp_path / "alone.pb", tmp_path / "spread.pb"
+    tune(tmp_path, alone)
+    report = tune(tmp_path, spread, "--dask", "local:2")
+    assert (report["tuned"], report["resumed"], report["failed"]) == (KEYS, 0, [])
+    assert slots(spread) == slots(alone) and len(slots(spread)) == KEYS
+    spaces = {e.slot: {t.config for t in e.timings} for e in read_results(alone).entries}
+    assert all(
+        e.best in spaces[e.slot] | {e.best} and e.configs_benchmarked == 6
+        for e in read_results(spread).entries
+    )
+    assert read_results(spread).header.compiler == read_results(alone).header.compiler
+
+
+def test_a_worker_that_dies_mid_key_has_its_key_tuned_elsewhere(tmp_path: Path) -> None:
+    marker = tmp_path / "died"
+    report = tune(
+        tmp_path, tmp_path / "r.pb", "--dask", "local:2", env=tune_env(DASK_CORPUS_DIE_ONCE=str(marker))
+    )
+    assert marker.exists()  # a worker did die, running n=300
+    assert (report["tuned"], report["failed"]) == (KEYS, []) and len(slots(tmp_path / "r.pb")) == KEYS
+
+
+def test_a_client_stopped_mid_run_and_resumed_tunes_no_key_twice(tmp_path: Path) -> None:
+    output, hold = tmp_path / "r.pb", tmp_path / "release"
+    command = [
+        sys.executable,
+        "-m",
+        "tuned_kernels",
+        "tune",
+        "--corpus",
+        CORPUS,
+        "-o",
+        str(output),
+        "--dask",
+        "local:2",
+    ]
+    client = subprocess.Popen(
+        command, env=tune_env(DASK_CORPUS_HOLD=str(hold)), cwd=tmp_path, start_new_session=True,
+        stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+    )  # fmt: skip
+    try:
+        first = _entries_once_written(output, at_least=KEYS - 1, deadline_s=240)  # all but the held key
+    finally:
+        os.killpg(client.pid, signal.SIGKILL)  # the client and the cluster it started
+        client.wait(timeout=60)
+    hold.touch()
+    report = tune(tmp_path, output, "--dask", "local:2", "--resume", env=tune_env(DASK_CORPUS_HOLD=str(hold)))
+    assert (report["resumed"], report["tuned"]) == (len(first), KEYS - len(first))
+    final = {e.slot: e for e in read_results(output).entries}
+    assert len(final) == KEYS and all(final[s] == e for s, e in first.items())  # kept, not tuned again
+
+
+def _entries_once_written(path: Path, at_least: int, deadline_s: float) -> dict[model.EntrySlot, model.Entry]:
+    """The entries of `path` once it holds `at_least` of them (read as the client writes it, atomically)."""
+    end = time.monotonic() + deadline_s
+    while time.monotonic() < end:
+        if path.exists():
+            entries = {e.slot: e for e in read_results(path).entries}
+            if len(entries) >= at_least:
+                return entries
+        time.sleep(0.1)
+    raise AssertionError(f"{path} never held {at_least} entries")
+
+
+OTHER_COMPILER = '''
+import dataclasses
+import tuned_kernels.hardware as hardware
+
+real = hardware.compiler_fingerprint
+
+
+def dask_setup(worker):
+    """This worker reports another build of Triton, as a worker of a cluster's other image would."""
+    hardware.compiler_fingerprint = lambda target: dataclasses.replace(real(target), triton_hash="another-build")
+'''
+
+
+@pytest.fixture
+def mixed_cluster(tmp_path: Path) -> Iterator[str]:
+    """Two workers, one of which reports another Triton build, each with one GPU resource."""
+    preload = tmp_path / "other_compiler.py"
+    preload.write_text(OTHER_COMPILER)
+    options = {"nthreads": 1, "resources": {"GPU": 1}, "silence_logs": 40}
+    workers = {
+        "same": {"cls": distributed.Nanny, "options": options},
+        "other": {"cls": distributed.Nanny, "options": {**options, "preload": [str(preload)]}},
+    }
+    scheduler = {"cls": distributed.Scheduler, "options": {"dashboard_address": None}}
+    with distributed.SpecCluster(workers=workers, scheduler=scheduler, silence_logs=40) as cluster:
+        yield cluster.scheduler_address
+
+
+def test_workers_of_another_compiler_get_their_own_file(tmp_path: Path, mixed_cluster: str) -> None:
+    report = tune(tmp_path, tmp_path / "r.pb.zst", "--dask", mixed_cluster)
+    assert report["tuned"] == 2 * KEYS and len(report["outputs"]) == 2
+    files = [Path(p) for p in report["outputs"]]
+    assert files[0] == tmp_path / "r.pb.zst" and files[1].name.startswith("r.cpu-triton")
+    headers = [read_results(f).header for f in files]
+    assert sorted(h.compiler.triton_hash == "another-build" for h in headers) == [False, True]
+    assert all(len(slots(f)) == KEYS for f in files)
