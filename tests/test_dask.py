@@ -18,7 +18,6 @@ import pytest
 from tuned_kernels import model
 from tuned_kernels.results import read_results
 
-distributed = pytest.importorskip("distributed")
 CORPORA = Path(__file__).parent / "corpora"
 CORPUS = str(CORPORA / "dask_corpus.py")
 KEYS = 6  # the corpus's cases
@@ -43,6 +42,28 @@ def tune(tmp_path: Path, output: Path, *args: str, env: dict[str, str] | None = 
 
 def slots(path: Path) -> list[model.EntrySlot]:
     return sorted(e.slot for e in read_results(path).entries)
+
+
+def test_without_dask_installed_dask_fails_with_one_line_saying_what_to_install(tmp_path: Path) -> None:
+    hidden = tmp_path / "no_dask"
+    (hidden / "distributed").mkdir(parents=True)  # what Python finds first: a package that cannot import
+    (hidden / "distributed" / "__init__.py").write_text("raise ImportError('No module named distributed')\n")
+    command = [
+        sys.executable,
+        "-m",
+        "tuned_kernels",
+        "tune",
+        "--corpus",
+        CORPUS,
+        "-o",
+        "r.pb",
+        "--dask",
+        "local",
+    ]
+    env = {**os.environ, "PYTHONPATH": str(hidden)}
+    done = subprocess.run(command, capture_output=True, text=True, env=env, cwd=tmp_path, timeout=300)
+    assert done.returncode != 0 and len(done.stderr.strip().splitlines()) == 1, done.stderr[-2000:]
+    assert "pip install 'tuned-kernels[dask]'" in done.stderr and not (tmp_path / "r.pb").exists()
 
 
 def test_two_workers_tune_every_key_once_as_one_process_would(tmp_path: Path) -> None:
@@ -126,6 +147,8 @@ def dask_setup(worker):
 @pytest.fixture
 def mixed_cluster(tmp_path: Path) -> Iterator[str]:
     """Two workers, one of which reports another Triton build, each with one GPU resource."""
+    import distributed
+
     preload = tmp_path / "other_compiler.py"
     preload.write_text(OTHER_COMPILER)
     options = {"nthreads": 1, "resources": {"GPU": 1}, "silence_logs": 40}
