@@ -282,6 +282,7 @@ def _tune_every_kind(
         submit(kind, first)
     waiting_for_first = {kind: len(first) for kind in kinds}
     queue = distributed.as_completed(list(pending))
+    budget = request.options.time_budget_s
     for future in queue:
         kind, i = pending.pop(future)
         item = items[i]
@@ -306,6 +307,10 @@ def _tune_every_kind(
             if waiting_for_first[kind] == 0 and later:
                 submit(kind, later)
                 queue.update([f for f, (k, j) in pending.items() if k == kind and j in later])
+        if budget is not None and time.monotonic() - started > budget and pending:
+            client.cancel(list(pending))  # keys unfinished at the budget are dropped: a run's bound holds
+            reports.append(TuneReport(stopped_early=True))
+            break
     progress.close()
     for file in files.values():
         if not file.path.exists():

@@ -12,6 +12,8 @@ Steps (each a fresh process where start-up is measured; ratios from one run):
   size     bytes per entry with and without compiled kernels
   scaling  the full matmul keys tuned for --scaling-budget seconds on one GPU, then on every visible GPU:
            keys per second, with the merged report's figures (needs 2 GPUs; `--steps scaling`)
+  dask     the same keys and budget on every visible GPU, tune's own workers vs `--dask local` (a Dask
+           worker per GPU): keys per second of each and Dask's cost per key (`--steps dask`)
   programs real programs (ours, fla-core's norm, liger-kernel's DyT and SwiGLU): whole process with no
            caches / Triton's warm caches / only the bundle `tuned-kernels capture` made, with and without
            the warm-up (TUNED_KERNELS_WARMUP=0), fresh processes, alternating, with kernels compiled counted
@@ -312,6 +314,18 @@ class Bench:
             wall, text = self.tool([*argv, "-o", output, "--json"], self.env(CUDA_VISIBLE_DEVICES=visible))
             rows[label] = {"wall_s": wall, "budget_s": budget_s, **json.loads(text)}
         self.report["scaling"] = rows
+
+    def dask(self, budget_s: float) -> None:
+        """The full matmul keys for `budget_s` on every visible GPU, by tune's own workers and by a local
+        Dask cluster: keys per second of each."""
+        rows = {}
+        for label, extra in (("tune's workers", []), ("Dask", ["--dask", "local"])):
+            argv = ["tune", "--shapes", "full", "--kernels", "matmul", "--kernels", "matmul_skinny"]
+            argv += ["--kernels", "matmul_tma", "--time-budget", str(budget_s), *extra]
+            output = str(self.work / f"d{len(rows)}.pb")
+            wall, text = self.tool([*argv, "-o", output, "--json"], self.env())
+            rows[label] = {"wall_s": wall, "budget_s": budget_s, **json.loads(text)}
+        self.report["dask"] = rows
 
 
 def synthetic_bundle(path: Path, entries: int) -> None:
@@ -644,6 +658,17 @@ def table(r: dict[str, Any]) -> str:
                 "≥ 1.7x",
                 ratio >= 1.7,
             )
+    if "dask" in r:
+        (_, own), (_, dask) = list(r["dask"].items())
+        own_rate, dask_rate = own["tuned"] / own["seconds"], dask["tuned"] / dask["seconds"]
+        row(
+            "dask",
+            f"full matmul keys under a {own['budget_s']:.0f} s budget: keys per second, Dask vs tune's workers",
+            f"{dask['tuned']} keys in {dask['seconds']:.0f} s vs {own['tuned']} in {own['seconds']:.0f} s: "
+            f"{dask_rate / own_rate:.2f}x; Dask's cost {1 / dask_rate - 1 / own_rate:+.2f} s a key",
+            "≥ 0.95x",
+            dask_rate / own_rate >= 0.95,
+        )
     return "\n".join(lines)
 
 
@@ -651,7 +676,7 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0] if __doc__ else None)
     parser.add_argument("--json", default=None, help="write the full results here (after every step)")
     parser.add_argument(
-        "--steps", default=",".join(ALL_STEPS), help=f"comma-separated: {', '.join(ALL_STEPS)}, scaling"
+        "--steps", default=",".join(ALL_STEPS), help=f"comma-separated: {', '.join(ALL_STEPS)}, scaling, dask"
     )
     parser.add_argument("--repeats", type=int, default=3)
     parser.add_argument(
@@ -701,6 +726,8 @@ def main() -> None:
             bench.inductor(args.repeats, args.models.split(","))
         elif step == "scaling":
             bench.scaling(args.scaling_budget)
+        elif step == "dask":
+            bench.dask(args.scaling_budget)
         elif step in MATMUL_TUNES:
             bench.matmul_tune(MATMUL_TUNES[step])
         else:
