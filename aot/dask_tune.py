@@ -33,7 +33,15 @@ from tuned_kernels.aot.corpus_loader import load_corpus, select_families
 from tuned_kernels.aot.kinds import ChoiceOfImplementations, kind_of
 from tuned_kernels.aot.progress import Progress, ProgressEvent
 from tuned_kernels.aot.tune_command import TuneRequest, header_now
-from tuned_kernels.aot.tuner import EVERY_ITEM, TuneReport, TuneRun, WorkItem, merge_reports, work_items
+from tuned_kernels.aot.tuner import (
+    EVERY_ITEM,
+    TuneReport,
+    TuneRun,
+    TuneTimes,
+    WorkItem,
+    merge_reports,
+    work_items,
+)
 
 from tuned_kernels import model
 from tuned_kernels.errors import TunedKernelsError
@@ -255,58 +263,67 @@ def _tune_every_kind(
     kinds: Sequence[Kind],
     files: dict[Kind, KindFile],
 ) -> list[TuneReport]:
-    """Every item on every kind of worker: the choices of implementations after the rest of their kind."""
+    """Every item on every kind of worker, a few consecutive items a task (a worker compiles the next
+    item's configs while it measures one, as a one-process tune does); the choices of implementations after
+    the rest of their kind."""
     from tuned_kernels.results.files import decode_results
 
     spec = json.dumps(request.to_json())
     later = [
         i for i, item in enumerate(items) if isinstance(kind_of(item.family.kernel), ChoiceOfImplementations)
     ]
-    first = [i for i in range(len(items)) if i not in later]
+    first = [i for i in range(len(items)) if i not in set(later)]
+    size = chunk_size(len(first), len(client.scheduler_info(n_workers=-1)["workers"]))
     progress = Progress(sys.stderr)
     total = len(items) * len(kinds)
     reports: list[TuneReport] = []
-    pending: dict[Any, tuple[Kind, int]] = {}
+    pending: dict[Any, tuple[Kind, tuple[int, ...]]] = {}
     started = time.monotonic()
 
-    def submit(kind: Kind, indices: Sequence[int]) -> None:
+    def submit(kind: Kind, indices: Sequence[int]) -> list[Any]:
         answers = files[kind].answers()  # in each task: data scattered to a worker dies with it
-        for i in indices:
+        futures = []
+        for at in range(0, len(indices), size):
+            chunk = tuple(indices[at : at + size])
             future = client.submit(
-                tune_on_worker, spec, i, answers, key=f"tune-{kind.label}-{i}",
+                tune_on_worker, spec, chunk, answers, key=f"tune-{kind.label}-{chunk[0]}-{chunk[-1]}",
                 resources={GPU: 1, kind_resource(kind): 1}, retries=RETRIES, pure=False,
             )  # fmt: skip
-            pending[future] = (kind, i)
+            pending[future] = (kind, chunk)
+            futures.append(future)
+        return futures
 
-    for kind in kinds:
-        submit(kind, first)
+    queue = distributed.as_completed([f for kind in kinds for f in submit(kind, first)])
     waiting_for_first = {kind: len(first) for kind in kinds}
-    queue = distributed.as_completed(list(pending))
     budget = request.options.time_budget_s
+    finished = 0
     for future in queue:
-        kind, i = pending.pop(future)
-        item = items[i]
+        kind, chunk = pending.pop(future)
         try:
             returned = future.result()
             results = decode_results(returned["results"], "worker.pb")
             report = TuneReport(**returned["report"])
-        except Exception as exc:  # a task that failed every retry: the run goes on without that key
-            report = TuneReport(failed=[f"{item.family.name} {item.case.id} on {kind.label}: {exc}"])
+        except Exception as exc:  # a task that failed every retry: the run goes on without those keys
+            cases = ", ".join(items[i].case.id for i in chunk)
+            report = TuneReport(failed=[f"{items[chunk[0]].family.name} {cases} on {kind.label}: {exc}"])
             results = None
         if results is not None and results.entries:
             files[kind].add(results)
             files[kind].save()
         reports.append(report)
-        finished = len(reports)
-        measured = report.configs_benchmarked  # the ETA's rate is per config measured
-        event = ProgressEvent(finished, total, item.family.name, item.case.id, measured, measured, None, None,
-                              time.monotonic() - started, _summary(report, results, kind))  # fmt: skip
-        progress(event)
-        if i in first:
-            waiting_for_first[kind] -= 1
+        said = (
+            returned["said"]
+            if results is not None
+            else [
+                (items[i].family.name, items[i].case.id, 0, f"FAILED: {'; '.join(report.failed)}")
+                for i in chunk
+            ]
+        )
+        finished = _tell(progress, said, finished, total, started)
+        if chunk[0] in first:
+            waiting_for_first[kind] -= len(chunk)
             if waiting_for_first[kind] == 0 and later:
-                submit(kind, later)
-                queue.update([f for f, (k, j) in pending.items() if k == kind and j in later])
+                queue.update(submit(kind, later))
         if budget is not None and time.monotonic() - started > budget and pending:
             client.cancel(list(pending))  # keys unfinished at the budget are dropped: a run's bound holds
             reports.append(TuneReport(stopped_early=True))
@@ -318,25 +335,31 @@ def _tune_every_kind(
     return reports
 
 
-def _summary(report: TuneReport, results: model.Results | None, kind: Kind) -> str:
-    if report.failed:
-        return "FAILED: " + "; ".join(report.failed)
-    if results is not None and results.entries:
-        entry = results.entries[0]
-        return (
-            f"best {entry.best.describe()} {entry.best_time_ms:.4g} ms, {entry.configs_benchmarked} configs, "
-            f"{len(entry.rejected)} rejected on {kind.label}"
-        )
-    return "its op launches another family's kernel here, skipped" if report.other_kernel else "done earlier"
+def chunk_size(items: int, workers: int) -> int:
+    """Items a task: up to 4 consecutive ones (each compiling while the one before it is measured), while
+    every worker still gets four tasks or more."""
+    return max(1, min(4, items // (4 * max(1, workers))))
+
+
+def _tell(
+    progress: Progress, said: Sequence[Sequence[Any]], finished: int, total: int, started: float
+) -> int:
+    """One progress line per item a task finished (its worker's summary of it); the count finished now."""
+    for family, case, measured, summary in said:
+        finished += 1
+        event = ProgressEvent(finished, total, family, case, measured, measured, None, None,
+                              time.monotonic() - started, summary)  # fmt: skip
+        progress(event)
+    return finished
 
 
 _WORKER_STATE: dict[str, tuple[Sequence[WorkItem], Any]] = {}
 
 
-def tune_on_worker(spec: str, index: int, answers: bytes) -> dict[str, Any]:
-    """Runs on a worker: tunes item `index` of the request `spec`, given its kind's finished entries
-    (`answers`: skipped when its key is among them, and what an implementation choice launches with).
-    Returns the new entry with its compiled kernel, as our results format, and the item's report."""
+def tune_on_worker(spec: str, indices: Sequence[int], answers: bytes) -> dict[str, Any]:
+    """Runs on a worker: tunes items `indices` of the request `spec` in order, given its kind's finished
+    entries (`answers`: skipped when its key is among them, and what an implementation choice launches
+    with). Returns the new entries with their compiled kernels, as our results format, and the report."""
     from tuned_kernels.hardware.probe import interpret_without_gpu
 
     interpret_without_gpu()  # before the corpus defines its kernels: the interpreter on a CPU worker
@@ -346,14 +369,19 @@ def tune_on_worker(spec: str, index: int, answers: bytes) -> dict[str, Any]:
     done = {e.slot: e for e in decode_results(answers, "answers.pb").entries}
     before = set(done)
     tuner.blobs.clear()
+    tuner.times = TuneTimes()  # this task's own
+    said: list[tuple[str, str, int, str]] = []  # each item's summary, as a one-process tune prints it
+    tuner.on_progress = lambda e: (
+        said.append((e.family, e.case, e.configs_done, e.summary)) if e.summary else None
+    )
     from tuned_kernels import resolving
 
     with resolving.installed(None):  # the tuner measures configs itself: bundles must not answer for it
-        report = TuneRun(tuner, [items[index]], done, EVERY_ITEM).run(lambda _: None)
-    new = tuple(e for slot, e in done.items() if slot not in before)
+        report = TuneRun(tuner, [items[i] for i in indices], done, EVERY_ITEM).run(lambda _: None)
+    new = tuple(e for slot, e in done.items() if slot not in before)  # in the order tuned
     header = header_now(tuner.target, model.Producer.TUNE, "1970-01-01T00:00:00Z")
     results = model.Results(header, new, model.referenced_blobs(new, tuner.blobs))
-    return {"results": encode_results(results, "r.pb"), "report": dataclasses.asdict(report)}
+    return {"results": encode_results(results, "r.pb"), "report": dataclasses.asdict(report), "said": said}
 
 
 def _prepare(spec: str) -> tuple[Sequence[WorkItem], Any]:

@@ -177,3 +177,14 @@ def test_workers_of_another_compiler_get_their_own_file(tmp_path: Path, mixed_cl
     headers = [read_results(f).header for f in files]
     assert sorted(h.compiler.triton_hash == "another-build" for h in headers) == [False, True]
     assert all(len(slots(f)) == KEYS for f in files)
+
+
+@pytest.mark.parametrize(
+    ("items", "workers", "size"), [(6, 2, 1), (250, 1, 4), (250, 8, 4), (40, 4, 2), (3, 1, 1)]
+)
+def test_a_task_tunes_up_to_four_consecutive_keys_while_every_worker_gets_four_tasks(
+    items: int, workers: int, size: int
+) -> None:
+    from tuned_kernels.aot.dask_tune import chunk_size
+
+    assert chunk_size(items, workers) == size
