@@ -279,6 +279,8 @@ def _tune_every_kind(
     reports: list[TuneReport] = []
     pending: dict[Any, tuple[Kind, tuple[int, ...]]] = {}
     started = time.monotonic()
+    budget = request.options.time_budget_s  # no key starts after it, on any worker (as in one process)
+    deadline = None if budget is None else time.time() + budget
 
     def submit(kind: Kind, indices: Sequence[int]) -> list[Any]:
         answers = files[kind].answers()  # in each task: data scattered to a worker dies with it
@@ -286,7 +288,7 @@ def _tune_every_kind(
         for at in range(0, len(indices), size):
             chunk = tuple(indices[at : at + size])
             future = client.submit(
-                tune_on_worker, spec, chunk, answers, key=f"tune-{kind.label}-{chunk[0]}-{chunk[-1]}",
+                tune_on_worker, spec, chunk, answers, deadline, key=f"tune-{kind.label}-{chunk[0]}-{chunk[-1]}",
                 resources={GPU: 1, kind_resource(kind): 1}, retries=RETRIES, pure=False,
             )  # fmt: skip
             pending[future] = (kind, chunk)
@@ -295,7 +297,6 @@ def _tune_every_kind(
 
     queue = distributed.as_completed([f for kind in kinds for f in submit(kind, first)])
     waiting_for_first = {kind: len(first) for kind in kinds}
-    budget = request.options.time_budget_s
     finished = 0
     for future in queue:
         kind, chunk = pending.pop(future)
@@ -324,10 +325,6 @@ def _tune_every_kind(
             waiting_for_first[kind] -= len(chunk)
             if waiting_for_first[kind] == 0 and later:
                 queue.update(submit(kind, later))
-        if budget is not None and time.monotonic() - started > budget and pending:
-            client.cancel(list(pending))  # keys unfinished at the budget are dropped: a run's bound holds
-            reports.append(TuneReport(stopped_early=True))
-            break
     progress.close()
     for file in files.values():
         if not file.path.exists():
@@ -356,10 +353,13 @@ def _tell(
 _WORKER_STATE: dict[str, tuple[Sequence[WorkItem], Any]] = {}
 
 
-def tune_on_worker(spec: str, indices: Sequence[int], answers: bytes) -> dict[str, Any]:
+def tune_on_worker(
+    spec: str, indices: Sequence[int], answers: bytes, deadline: float | None
+) -> dict[str, Any]:
     """Runs on a worker: tunes items `indices` of the request `spec` in order, given its kind's finished
     entries (`answers`: skipped when its key is among them, and what an implementation choice launches
-    with). Returns the new entries with their compiled kernels, as our results format, and the report."""
+    with), starting none after `deadline` (time.time()). Returns the new entries with their compiled
+    kernels, as our results format, and the report."""
     from tuned_kernels.hardware.probe import interpret_without_gpu
 
     interpret_without_gpu()  # before the corpus defines its kernels: the interpreter on a CPU worker
@@ -370,6 +370,8 @@ def tune_on_worker(spec: str, indices: Sequence[int], answers: bytes) -> dict[st
     before = set(done)
     tuner.blobs.clear()
     tuner.times = TuneTimes()  # this task's own
+    budget = None if deadline is None else max(0.0, deadline - time.time())
+    tuner.options = dataclasses.replace(tuner.options, time_budget_s=budget)
     said: list[tuple[str, str, int, str]] = []  # each item's summary, as a one-process tune prints it
     tuner.on_progress = lambda e: (
         said.append((e.family, e.case, e.configs_done, e.summary)) if e.summary else None
