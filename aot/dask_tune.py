@@ -1,5 +1,5 @@
-"""`tuned-kernels tune --dask ADDRESS`: a corpus tuned on a Dask cluster, each (family, case) one task on
-one GPU of one worker.
+"""`tuned-kernels tune --dask ADDRESS`: a corpus tuned on a Dask cluster, up to 4 consecutive (family, case)
+items a task (the next one's configs compile while one is measured), on one GPU of one worker.
 
 - Workers report their target and compiler first; every key is tuned once per kind of worker (a mixed
   cluster yields one results file per GPU type and compiler), on a worker of that kind only.
@@ -9,6 +9,7 @@ one GPU of one worker.
 - The client writes each kind's file (atomically) as its keys finish, so `--resume` after the client
   itself was stopped keeps every finished key; what a worker returns is our results format, read back
   with the same checks as any file, never a pickled object of ours.
+- `--time-budget` is a deadline each task reads: no key starts after it, on any worker.
 - Keys of implementation choices (which time the kernels tuned before them with their winners) run after
   every other key of their kind finished, with those winners.
 
