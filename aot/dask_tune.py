@@ -133,7 +133,7 @@ def run_on_dask(request: TuneRequest, address: str, created_at: str) -> TuneRepo
     with _client(distributed, address) as client:
         kinds = _kinds_of_workers(distributed, client)
         files = _files_for(request, kinds, created_at)
-        reports = _tune_every_kind(distributed, client, request, items, kinds, files)
+        reports = _tune_every_kind(distributed, client, _Run(client, request, items, files))
     report = merge_reports(reports, time.monotonic() - start)
     report.cases = len(items) * len(files)
     report.outputs = [str(f.path) for f in files.values()]
@@ -256,81 +256,87 @@ def _files_for(request: TuneRequest, kinds: Sequence[Kind], created_at: str) -> 
     return files
 
 
-def _tune_every_kind(
-    distributed: Any,
-    client: Any,
-    request: TuneRequest,
-    items: Sequence[WorkItem],
-    kinds: Sequence[Kind],
-    files: dict[Kind, KindFile],
-) -> list[TuneReport]:
-    """Every item on every kind of worker, a few consecutive items a task (a worker compiles the next
-    item's configs while it measures one, as a one-process tune does); the choices of implementations after
-    the rest of their kind."""
-    from tuned_kernels.results.files import decode_results
+class _Run:
+    """One `--dask` run's tasks: submitted per kind, a few consecutive items each (a worker compiles the
+    next item's configs while it measures one, as a one-process tune does), the implementation choices of a
+    kind once the rest of that kind finished; each finished task's entries go to its kind's file."""
 
-    spec = json.dumps(request.to_json())
-    later = [
-        i for i, item in enumerate(items) if isinstance(kind_of(item.family.kernel), ChoiceOfImplementations)
-    ]
-    first = [i for i in range(len(items)) if i not in set(later)]
-    size = chunk_size(len(first), len(client.scheduler_info(n_workers=-1)["workers"]))
-    progress = Progress(sys.stderr)
-    total = len(items) * len(kinds)
-    reports: list[TuneReport] = []
-    pending: dict[Any, tuple[Kind, tuple[int, ...]]] = {}
-    started = time.monotonic()
-    budget = request.options.time_budget_s  # no key starts after it, on any worker (as in one process)
-    deadline = None if budget is None else time.time() + budget
+    def __init__(
+        self, client: Any, request: TuneRequest, items: Sequence[WorkItem], files: dict[Kind, KindFile]
+    ) -> None:
+        self.client, self.items, self.files = client, items, files
+        self.spec = json.dumps(request.to_json())
+        choices = {
+            i
+            for i, item in enumerate(items)
+            if isinstance(kind_of(item.family.kernel), ChoiceOfImplementations)
+        }
+        self.later = sorted(choices)
+        self.first = [i for i in range(len(items)) if i not in choices]
+        self.size = chunk_size(len(self.first), len(client.scheduler_info(n_workers=-1)["workers"]))
+        budget = request.options.time_budget_s  # no key starts after it, on any worker (as in one process)
+        self.deadline = None if budget is None else time.time() + budget
+        self.pending: dict[Any, tuple[Kind, tuple[int, ...]]] = {}
+        self.waiting_for_first = dict.fromkeys(files, len(self.first))
+        self.reports: list[TuneReport] = []
 
-    def submit(kind: Kind, indices: Sequence[int]) -> list[Any]:
-        answers = files[kind].answers()  # in each task: data scattered to a worker dies with it
+    def submit(self, kind: Kind, indices: Sequence[int]) -> list[Any]:
+        answers = self.files[kind].answers()  # in each task: data scattered to a worker dies with it
         futures = []
-        for at in range(0, len(indices), size):
-            chunk = tuple(indices[at : at + size])
-            future = client.submit(
-                tune_on_worker, spec, chunk, answers, deadline, key=f"tune-{kind.label}-{chunk[0]}-{chunk[-1]}",
-                resources={GPU: 1, kind_resource(kind): 1}, retries=RETRIES, pure=False,
+        for at in range(0, len(indices), self.size):
+            chunk = tuple(indices[at : at + self.size])
+            future = self.client.submit(
+                tune_on_worker, self.spec, chunk, answers, self.deadline,
+                key=f"tune-{kind.label}-{chunk[0]}-{chunk[-1]}", resources={GPU: 1, kind_resource(kind): 1},
+                retries=RETRIES, pure=False,
             )  # fmt: skip
-            pending[future] = (kind, chunk)
+            self.pending[future] = (kind, chunk)
             futures.append(future)
         return futures
 
-    queue = distributed.as_completed([f for kind in kinds for f in submit(kind, first)])
-    waiting_for_first = {kind: len(first) for kind in kinds}
-    finished = 0
-    for future in queue:
-        kind, chunk = pending.pop(future)
+    def collect(self, future: Any) -> tuple[list[Sequence[Any]], list[Any]]:
+        """A finished task's entries saved to its kind's file: what to tell of each of its items, and the
+        tasks it lets start (its kind's implementation choices, after its last other item)."""
+        from tuned_kernels.results.files import decode_results
+
+        kind, chunk = self.pending.pop(future)
         try:
             returned = future.result()
             results = decode_results(returned["results"], "worker.pb")
-            report = TuneReport(**returned["report"])
+            report, said = TuneReport(**returned["report"]), returned["said"]
         except Exception as exc:  # a task that failed every retry: the run goes on without those keys
-            cases = ", ".join(items[i].case.id for i in chunk)
-            report = TuneReport(failed=[f"{items[chunk[0]].family.name} {cases} on {kind.label}: {exc}"])
-            results = None
+            cases = ", ".join(self.items[i].case.id for i in chunk)
+            report = TuneReport(failed=[f"{self.items[chunk[0]].family.name} {cases} on {kind.label}: {exc}"])
+            results, said = (
+                None,
+                [(self.items[i].family.name, self.items[i].case.id, 0, f"FAILED: {exc}") for i in chunk],
+            )
         if results is not None and results.entries:
-            files[kind].add(results)
-            files[kind].save()
-        reports.append(report)
-        said = (
-            returned["said"]
-            if results is not None
-            else [
-                (items[i].family.name, items[i].case.id, 0, f"FAILED: {'; '.join(report.failed)}")
-                for i in chunk
-            ]
-        )
+            self.files[kind].add(results)
+            self.files[kind].save()
+        self.reports.append(report)
+        if chunk[0] in self.later:
+            return said, []
+        self.waiting_for_first[kind] -= len(chunk)
+        return said, self.submit(kind, self.later) if self.waiting_for_first[kind] == 0 and self.later else []
+
+
+def _tune_every_kind(distributed: Any, client: Any, run: _Run) -> list[TuneReport]:
+    """Every item on every kind of worker, with progress as tasks finish."""
+    progress = Progress(sys.stderr)
+    total = len(run.items) * len(run.files)
+    started, finished = time.monotonic(), 0
+    starting = run.first or run.later  # a corpus of implementation choices alone starts with them
+    queue = distributed.as_completed([f for kind in run.files for f in run.submit(kind, starting)])
+    for future in queue:
+        said, more = run.collect(future)
+        queue.update(more)
         finished = _tell(progress, said, finished, total, started)
-        if chunk[0] in first:
-            waiting_for_first[kind] -= len(chunk)
-            if waiting_for_first[kind] == 0 and later:
-                queue.update(submit(kind, later))
     progress.close()
-    for file in files.values():
+    for file in run.files.values():
         if not file.path.exists():
             file.save()  # a kind with nothing new still writes a valid file
-    return reports
+    return run.reports
 
 
 def chunk_size(items: int, workers: int) -> int:

@@ -186,3 +186,28 @@ def test_a_task_tunes_up_to_four_consecutive_keys_while_every_worker_gets_four_t
     from tuned_kernels.aot.dask_tune import chunk_size
 
     assert chunk_size(items, workers) == size
+
+
+def test_implementation_choices_are_tuned_after_the_kernels_they_choose_between(tmp_path: Path) -> None:
+    """ops.matmul's choice times the Triton matmul with its winner: its keys start once every matmul key of
+    the kind finished (the progress lines, in the order the tasks finished)."""
+    command = [
+        sys.executable,
+        "-m",
+        "tuned_kernels",
+        "tune",
+        "--kernels",
+        "matmul",
+        "--kernels",
+        "matmul_impl",
+    ]
+    done = subprocess.run(
+        [*command, "--dask", "local:2", "-o", str(tmp_path / "r.pb")],
+        capture_output=True, text=True, cwd=tmp_path, timeout=300,
+    )  # fmt: skip
+    assert done.returncode == 0, done.stderr[-3000:]
+    families = [
+        line.split("] ", 1)[1].split(" ", 1)[0] for line in done.stderr.splitlines() if line.startswith("[")
+    ]
+    assert "matmul_impl" in families and "matmul" in families, done.stderr[-2000:]
+    assert families.index("matmul_impl") > max(i for i, f in enumerate(families) if f == "matmul")
