@@ -132,11 +132,13 @@ def run_on_dask(request: TuneRequest, address: str, created_at: str) -> TuneRepo
     items = work_items(families, request.shapes, request.options.shard)
     with _client(distributed, address) as client:
         kinds = _kinds_of_workers(distributed, client)
+        startup = time.monotonic() - start  # the cluster up, every worker's kind known
         files = _files_for(request, kinds, created_at)
         reports = _tune_every_kind(distributed, client, _Run(client, request, items, files))
     report = merge_reports(reports, time.monotonic() - start)
     report.cases = len(items) * len(files)
     report.outputs = [str(f.path) for f in files.values()]
+    report.startup_seconds = startup
     return report
 
 

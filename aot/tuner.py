@@ -60,6 +60,7 @@ class TuneReport:
     artifact_bytes: int = 0
     artifact_note: str = ""
     outputs: list[str] = field(default_factory=list)  # the results files written, where more than -o
+    startup_seconds: float = 0.0  # of `seconds`, starting the engine that spreads the work (a Dask cluster)
 
     def add(self, family: str, entry: model.Entry) -> None:
         self.tuned += 1
