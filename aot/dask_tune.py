@@ -6,9 +6,10 @@ items a task (the next one's configs compile while one is measured), on one GPU 
 - Each task asks for one `GPU` resource: a worker runs as many tuning tasks at once as it has GPUs
   declared (`dask worker --resources GPU=1`, one worker per GPU; `--dask local` starts such a cluster on
   this machine). A worker that dies mid-key has that key re-run elsewhere by the scheduler.
-- The client writes each kind's file (atomically) as its keys finish, so `--resume` after the client
-  itself was stopped keeps every finished key; what a worker returns is our results format, read back
-  with the same checks as any file, never a pickled object of ours.
+- The client writes each kind's file (atomically) as tasks finish, so `--resume` after the client itself
+  was stopped keeps every key of a finished task (those of tasks still running are tuned again); what a
+  worker returns is our results format, read back with the same checks as any file, never a pickled
+  object of ours.
 - `--time-budget` is a deadline each task reads: no key starts after it, on any worker.
 - Keys of implementation choices (which time the kernels tuned before them with their winners) run after
   every other key of their kind finished, with those winners.
