@@ -34,7 +34,7 @@ from typing import Any
 from tuned_kernels.aot.corpus_loader import load_corpus, select_families
 from tuned_kernels.aot.kinds import ChoiceOfImplementations, kind_of
 from tuned_kernels.aot.progress import Progress, ProgressEvent
-from tuned_kernels.aot.tune_command import TuneRequest, header_now
+from tuned_kernels.aot.tune_command import TuneRequest, header_now, tuner_for, visible_device_id
 from tuned_kernels.aot.tuner import (
     EVERY_ITEM,
     TuneReport,
@@ -70,10 +70,14 @@ class Kind:
         return Kind(target, compiler, target.arch, compiler.compiler_id)
 
     @property
+    def compiler_label(self) -> str:
+        """`triton3.6.0-<digest>`."""
+        return f"triton{safe_version(self.compiler.triton_version)}-{compiler_digest(self.compiler)}"
+
+    @property
     def label(self) -> str:
         """`sm90-triton3.6.0-<digest>`: names its file when the output names more than one kind."""
-        version = safe_version(self.compiler.triton_version)
-        return f"{safe_arch(self.target.arch)}-triton{version}-{compiler_digest(self.compiler)}"
+        return f"{safe_arch(self.target.arch)}-{self.compiler_label}"
 
 
 @dataclass
@@ -113,8 +117,7 @@ def output_for(pattern: str, kind: Kind, first: bool) -> Path:
     pattern itself for the first kind the run met, and the pattern with the kind's label before its
     extensions for every other."""
     if "{target}" in pattern or "{compiler}" in pattern:
-        compiler = kind.label.split("-", 1)[1]
-        return Path(pattern.replace("{target}", kind.target.arch).replace("{compiler}", compiler))
+        return Path(pattern.replace("{target}", kind.target.arch).replace("{compiler}", kind.compiler_label))
     path = Path(pattern)
     if first:
         return path
@@ -175,8 +178,6 @@ def _client(distributed: Any, address: str) -> Iterator[Any]:
 
 def _local_workers(address: str) -> list[dict[str, str]]:
     """Each local worker's environment: one per visible GPU (seeing that GPU alone), or `local:N` workers."""
-    from tuned_kernels.aot.tune_command import _device_of
-
     _, _, count = address.partition(":")
     if count:
         if not count.isdigit() or int(count) < 1:
@@ -185,7 +186,7 @@ def _local_workers(address: str) -> list[dict[str, str]]:
     import torch
 
     gpus = torch.cuda.device_count()
-    return [{"CUDA_VISIBLE_DEVICES": _device_of(gpu)} for gpu in range(gpus)] or [{}]
+    return [{"CUDA_VISIBLE_DEVICES": visible_device_id(gpu)} for gpu in range(gpus)] or [{}]
 
 
 def _kinds_of_workers(distributed: Any, client: Any) -> list[Kind]:
@@ -397,20 +398,11 @@ def tune_on_worker(
 
 
 def _prepare(spec: str) -> tuple[Sequence[WorkItem], Any]:
-    from tuned_kernels.aot.tuner import Tuner
     from tuned_kernels.hardware import detect
-
-    from tuned_kernels.results import read_results
-    from tuned_kernels.results.locate import results_files_given
-    from tuned_kernels.triton_edge.benchmarker import default_benchmarker
 
     request = TuneRequest.from_json(json.loads(spec))
     families = select_families(load_corpus(request.corpus), request.kernels)
     items = work_items(families, request.shapes, request.options.shard)
-    seeds = [e for path in results_files_given(request.seed_files) for e in read_results(path).entries]
-    target = detect()
-    device = "cuda" if target.arch != "cpu" else "cpu"
-    benchmarker = default_benchmarker(target.arch != "cpu")
-    tuner = Tuner(target, device, benchmarker, request.options, seeds, lambda _: None, {})
+    tuner = tuner_for(request, detect(), lambda _: None, {})
     _WORKER_STATE[spec] = (items, tuner)
     return items, tuner

@@ -15,13 +15,13 @@ import subprocess
 import sys
 import tempfile
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from tuned_kernels.aot.corpus_loader import load_corpus, select_families
-from tuned_kernels.aot.progress import Progress
+from tuned_kernels.aot.progress import Progress, ProgressEvent
 from tuned_kernels.aot.tuner import (
     EVERY_ITEM,
     Claims,
@@ -105,29 +105,32 @@ def _tune_here(
         earlier = read_results(request.output)
         done = {e.slot: e for e in earlier.entries}
         blobs.update(earlier.blobs)
-    seed_paths = results_files_given(request.seed_files)
-    seeds = [e for path in seed_paths for e in read_results(path).entries]
 
     def save(entries: dict[model.EntrySlot, model.Entry]) -> None:
         ordered = tuple(sorted(entries.values(), key=model.entry_sort_key))
         write_results(request.output, model.Results(header, ordered, model.referenced_blobs(ordered, blobs)))
 
     progress = Progress(sys.stderr)
-    tuner = Tuner(
-        target,
-        "cuda" if target.arch != "cpu" else "cpu",
-        default_benchmarker(target.arch != "cpu"),
-        request.options,
-        seeds,
-        progress,
-        blobs,
-    )
+    tuner = tuner_for(request, target, progress, blobs)
     with resolving.installed(None):  # the tuner measures configs itself: bundles must not answer for it
         report = tuner.run(work_items(families, request.shapes, request.options.shard), done, save, claims)
     progress.close()
     if not Path(request.output).exists():
         save(done)  # an empty shard still writes a valid file
     return report
+
+
+def tuner_for(
+    request: TuneRequest,
+    target: model.Target,
+    on_progress: Callable[[ProgressEvent], None],
+    blobs: dict[str, bytes],
+) -> Tuner:
+    """The tuner of `request` on `target`: its options, the seeds of its seed files, the device's benchmarker."""
+    seeds = [e for path in results_files_given(request.seed_files) for e in read_results(path).entries]
+    device = "cuda" if target.arch != "cpu" else "cpu"
+    benchmarker = default_benchmarker(target.arch != "cpu")
+    return Tuner(target, device, benchmarker, request.options, seeds, on_progress, blobs)
 
 
 def _run_workers(request: TuneRequest, gpus: int, target: model.Target, created_at: str) -> TuneReport:
@@ -166,7 +169,7 @@ def _start_worker(
         "claims": str(claims),
     }
     spec.write_text(json.dumps(work))
-    env = {**os.environ, "CUDA_VISIBLE_DEVICES": _device_of(gpu)}
+    env = {**os.environ, "CUDA_VISIBLE_DEVICES": visible_device_id(gpu)}
     # the workers' progress goes to stderr: stdout carries this command's own (perhaps JSON) summary
     argv = [sys.executable, "-m", "tuned_kernels.aot.tune_command", str(spec)]
     return subprocess.Popen(argv, env=env, stdout=sys.stderr)
@@ -211,7 +214,7 @@ def _worker_report(part: str) -> TuneReport:
         return TuneReport()
 
 
-def _device_of(gpu: int) -> str:
+def visible_device_id(gpu: int) -> str:
     """The device id a worker for this process's `gpu`-th visible GPU must see."""
     visible = os.environ.get("CUDA_VISIBLE_DEVICES")
     if visible:

@@ -11,6 +11,7 @@ from __future__ import annotations
 import json
 import struct
 from collections.abc import Mapping
+from typing import Any
 
 from tuned_kernels import model
 from tuned_kernels.elf import Elf, read_elf
@@ -25,16 +26,21 @@ def metadata_file_of(kernel_name: str) -> str:
     return f"{kernel_name[:NAME_CHARS]}{METADATA_SUFFIX}"
 
 
+def gpu_target_of(metadata: Mapping[str, Any]) -> str:
+    """The target a compiled kernel's metadata names, as an artifact records it: "cuda:90:32"."""
+    target = metadata["target"]
+    return f"{target['backend']}:{target['arch']}:{target['warp_size']}"
+
+
 def why_not_served(artifact: model.Artifact, files: Mapping[str, bytes], asked: str) -> str | None:
     """Why the compiled kernel `files` (sha256 already checked) must not answer Triton's request for the
     metadata file `asked`, or None."""
     metadata_name = next((name for name in files if name.endswith(METADATA_SUFFIX)), "")
     try:
         metadata = json.loads(files[metadata_name])
-        name, cache_key, target = str(metadata["name"]), str(metadata["hash"]), metadata["target"]
-        gpu_target = f"{target['backend']}:{target['arch']}:{target['warp_size']}"
+        name, cache_key, gpu_target = str(metadata["name"]), str(metadata["hash"]), gpu_target_of(metadata)
         launch = (int(metadata["num_warps"]), int(metadata["num_stages"]))
-        threads = launch[0] * int(target["warp_size"])
+        threads = launch[0] * int(metadata["target"]["warp_size"])
     except (KeyError, TypeError, ValueError) as exc:
         return f"its metadata cannot be read ({type(exc).__name__}: {exc})"
     if metadata_file_of(name) != asked or metadata_name != asked:

@@ -25,7 +25,12 @@ from pathlib import Path
 from typing import Any
 
 from tuned_kernels import model
-from tuned_kernels.triton_edge.artifact_check import BINARY_SUFFIXES, METADATA_SUFFIX, why_not_served
+from tuned_kernels.triton_edge.artifact_check import (
+    BINARY_SUFFIXES,
+    METADATA_SUFFIX,
+    gpu_target_of,
+    why_not_served,
+)
 
 
 @dataclass(frozen=True)
@@ -213,13 +218,11 @@ def compiled_kernel(
     if metadata_name not in kept or not any(n.endswith(BINARY_SUFFIXES) for n in kept):
         return None
     metadata = json.loads(kept[metadata_name])
-    target = metadata["target"]
     files = tuple(
         model.ArtifactFile(n, hashlib.sha256(d).hexdigest(), len(d)) for n, d in sorted(kept.items())
     )
     config = model.Config.of({}, num_warps=int(metadata["num_warps"]), num_stages=int(metadata["num_stages"]))
-    gpu_target = f"{target['backend']}:{target['arch']}:{target['warp_size']}"
-    artifact = model.Artifact(str(metadata["hash"]), gpu_target, files, config, signature)
+    artifact = model.Artifact(str(metadata["hash"]), gpu_target_of(metadata), files, config, signature)
     return artifact, {f.sha256: kept[f.name] for f in files}, str(metadata["name"])
 
 
