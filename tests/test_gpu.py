@@ -319,6 +319,19 @@ def test_kernels_compiled_without_the_gpu_are_what_the_launches_ask_for(tmp_path
     assert int(served) >= 1, out.stdout
 
 
+def _captured(tmp_path: Path, app: list[str]) -> tuple[Path, subprocess.CompletedProcess[str]]:
+    """`tuned-kernels capture` of the command `app` into tmp_path/captured.pb.zst (Triton's cache its own):
+    the bundle and the capture's run."""
+    bundle = tmp_path / "captured.pb.zst"
+    capture_env = {**os.environ, "TRITON_CACHE_DIR": str(tmp_path / "capture-cache")}
+    run = subprocess.run(
+        [sys.executable, "-m", "tuned_kernels", "capture", "-o", str(bundle), "--", *app],
+        env=capture_env, capture_output=True, text=True, cwd=tmp_path, timeout=600
+    )  # fmt: skip
+    assert run.returncode == 0, run.stderr[-3000:]
+    return bundle, run
+
+
 PROGRAMS = {
     "ours": [
         "tests/corpora/captured_app.py"
@@ -336,13 +349,7 @@ def test_a_captured_program_compiles_and_benchmarks_nothing_in_a_fresh_process(
     specializations, plain @triton.jit kernels); a fresh process with only that file and an empty Triton
     cache compiles none of them, benchmarks no config and computes the same outputs."""
     app = [sys.executable, str(ROOT / PROGRAMS[program][0]), *PROGRAMS[program][1:]]
-    bundle = tmp_path / "captured.pb.zst"
-    capture_env = {**os.environ, "TRITON_CACHE_DIR": str(tmp_path / "capture-cache")}
-    run = subprocess.run(
-        [sys.executable, "-m", "tuned_kernels", "capture", "-o", str(bundle), "--", *app],
-        env=capture_env, capture_output=True, text=True, cwd=tmp_path, timeout=600
-    )  # fmt: skip
-    assert run.returncode == 0, run.stderr[-3000:]
+    bundle, run = _captured(tmp_path, app)
     kept = read_results(bundle)
     if program == "ours":  # the winner (its entry), its other specialization and the plain kernel
         kept_kernels = sorted((e.kernel.name, len(e.artifacts)) for e in kept.entries)
@@ -367,13 +374,7 @@ def test_a_served_program_finds_tritons_host_modules_built_ahead(tmp_path: Path)
     background as serving starts; a program that launches after it finished runs no C compiler at all, in
     an empty Triton cache."""
     app = str(ROOT / "tests/corpora/captured_app.py")
-    bundle = tmp_path / "captured.pb.zst"
-    capture_env = {**os.environ, "TRITON_CACHE_DIR": str(tmp_path / "capture-cache")}
-    run = subprocess.run(
-        [sys.executable, "-m", "tuned_kernels", "capture", "-o", str(bundle), "--", sys.executable, app],
-        env=capture_env, capture_output=True, text=True, cwd=tmp_path, timeout=600
-    )  # fmt: skip
-    assert run.returncode == 0, run.stderr[-3000:]
+    bundle, _ = _captured(tmp_path, [sys.executable, app])
     signatures = {a.host_signature for e in read_results(bundle).entries for a in e.artifacts}
     assert signatures == {("*fp32", "*fp32", "i32", "constexpr", "constexpr"), ("*fp32", "i32", "constexpr")}
     program = (
@@ -528,13 +529,7 @@ def test_a_captured_compiled_kernel_that_lies_is_compiled_instead_with_one_warni
     """The bundle's compiled kernel disagrees with its own entry (warps) or claims another kernel's cache
     key: a fresh process never launches it; Triton compiles that kernel, and the program's outputs hold."""
     app = [sys.executable, str(ROOT / "tests/corpora/captured_app.py")]
-    bundle = tmp_path / "captured.pb.zst"
-    capture_env = {**os.environ, "TRITON_CACHE_DIR": str(tmp_path / "capture-cache")}
-    run = subprocess.run(
-        [sys.executable, "-m", "tuned_kernels", "capture", "-o", str(bundle), "--", *app],
-        env=capture_env, capture_output=True, text=True, cwd=tmp_path, timeout=600
-    )  # fmt: skip
-    assert run.returncode == 0, run.stderr[-3000:]
+    bundle, _ = _captured(tmp_path, app)
     _lying(bundle, how)
     serve_env = {
         **os.environ,
