@@ -384,9 +384,15 @@ def tune_on_worker(
     budget = None if deadline is None else max(0.0, deadline - time.time())
     tuner.options = dataclasses.replace(tuner.options, time_budget_s=budget)
     said: list[tuple[str, str, int, str]] = []  # each item's summary, as a one-process tune prints it
-    tuner.on_progress = lambda e: (
-        said.append((e.family, e.case, e.configs_done, e.summary)) if e.summary else None
-    )
+    measured: dict[tuple[str, str], int] = {}  # configs measured per item (its summary event says none)
+
+    def tell(event: ProgressEvent) -> None:
+        item = (event.family, event.case)
+        measured[item] = max(measured.get(item, 0), event.configs_done)
+        if event.summary is not None:
+            said.append((*item, measured[item], event.summary))
+
+    tuner.on_progress = tell
     from tuned_kernels import resolving
 
     with resolving.installed(None):  # the tuner measures configs itself: bundles must not answer for it
