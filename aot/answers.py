@@ -38,5 +38,8 @@ class TunedAnswers:
         self.entries.pop(model.slot_of(identity, key), None)
         self.warn(f"{identity.name}: the config tuned for {key} failed to launch ({why})")
 
+    def step_aside(self, kernel: str, why: str) -> None:
+        self.warn(f"{kernel}: not tuned here ({why})")
+
     def warn(self, message: str) -> None:
         warn(message)

@@ -22,6 +22,11 @@ def exit_summary(summary: Mapping[str, Any]) -> list[str]:
         named = ", ".join(sorted(changed)[:MAX_NAMED])
         more = f" and {len(changed) - MAX_NAMED} more" if len(changed) > MAX_NAMED else ""
         lines.append(f"changed since they were tuned: {named}{more}")
+    aside = summary.get("stepped_aside", {})
+    if aside:
+        named = ", ".join(f"{kernel} ({why})" for kernel, why in sorted(aside.items())[:MAX_NAMED])
+        more = f" and {len(aside) - MAX_NAMED} more" if len(aside) > MAX_NAMED else ""
+        lines.append(f"not asked about: {named}{more}")
     compiled = summary["compiled_kernels"]
     bundles = ", ".join(b["bundle"] for b in summary["selected"]) or "none"
     kernels = (

@@ -1,5 +1,6 @@
 """What a decision tells the user, once: a kernel that changed since it was tuned, a stored config the
-kernel does not offer, Inductor choices made with another torch. Each said once per kernel (and file)."""
+kernel does not offer, Inductor choices made with another torch, a Helion kernel tuned with another Helion or
+torch. Each said once per kernel (and file)."""
 
 from __future__ import annotations
 
@@ -11,6 +12,7 @@ from tuned_kernels.registry.sources import LoadedSources
 from tuned_kernels import model
 from tuned_kernels.decision import Decision
 from tuned_kernels.errors import one_line
+from tuned_kernels.helion_edge import keys as helion_keys
 from tuned_kernels.inductor_edge import keys as inductor_keys
 
 
@@ -24,6 +26,7 @@ class Notices:
     def after(
         self,
         identity: model.KernelIdentity,
+        key: model.TuningKey,
         decision: Decision,
         sources: LoadedSources,
         torch_version: str,
@@ -36,6 +39,8 @@ class Notices:
                     f"{view.path}: Inductor choices made with torch {view.header.compiler.torch_version}, "
                     f"running {torch_version}; Inductor autotunes as usual",
                 )
+        if decision.reason == "other key" and identity.name.startswith(helion_keys.PREFIX):
+            self._made_with_another_helion(identity, key, sources)
         if decision.reason == "kernel changed" and not inductor:
             with self._lock:
                 first = identity.name not in self.changed_kernels
@@ -51,6 +56,18 @@ class Notices:
                 f"{source}: config {one_line(entry.best.describe(), 80)} is not one of the configs of "
                 f"{identity.name}; tuning instead",
             )
+
+    def _made_with_another_helion(
+        self, identity: model.KernelIdentity, key: model.TuningKey, sources: LoadedSources
+    ) -> None:
+        for stored, (_, path) in sources.keys_of(identity).items():
+            why = helion_keys.mismatch(stored, key)
+            if why is not None:
+                self._once(
+                    (identity.name, path),
+                    f"{path}: holds {identity.name} tuned with {why}; Helion autotunes it",
+                )
+                return
 
     def _once(self, about: tuple[str, str], message: str) -> None:
         with self._lock:

@@ -76,7 +76,7 @@ class Registry:
             return Decision("miss")
         decision = decide(identity, key, fits, loaded.sources, self.settings.policy)
         torch_version = loaded.compiler.torch_version if loaded.compiler else "?"
-        self.notices.after(identity, decision, loaded.sources, torch_version)
+        self.notices.after(identity, key, decision, loaded.sources, torch_version)
         if counted and decision.served:
             self.stats.count(decision, identity.name, key)
         return decision
@@ -86,9 +86,12 @@ class Registry:
     ) -> model.Entry | None:
         final = measured.chosen is not None  # a final choice was counted when its timings were recorded
         if not final:
-            benchmarked = len(measured.timings)
             self.stats.count(
-                measured.decision, measured.identity.name, measured.key, benchmarked, measured.seconds
+                measured.decision,
+                measured.identity.name,
+                measured.key,
+                measured.benchmarked,
+                measured.seconds,
             )
         entry = measured_entry(measured)
         if entry is not None:
@@ -106,6 +109,9 @@ class Registry:
             f"{decision.source}: config {one_line(decision.configs[0].describe(), 80)} failed to launch "
             f"{identity.name} ({why}); tuning instead"
         )
+
+    def step_aside(self, kernel: str, why: str) -> None:
+        self.stats.step_aside(kernel, why)
 
     def warn(self, message: str) -> None:
         self._problem(message)

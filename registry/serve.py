@@ -1,7 +1,7 @@
 """Turning serving on and off: `enable()` builds a `Registry` from the environment's settings, installs it
 as this process's resolver, starts its warm-up (warmup.py), patches Triton's autotuner through the Triton
-edge and sets Inductor's choices hook through the Inductor edge (once Inductor is imported); `disable()`
-undoes them.
+edge, sets Inductor's choices hook through the Inductor edge (once Inductor is imported) and Helion's
+autotune cache through the Helion edge (once Helion is imported); `disable()` undoes them.
 Tests build their own `Registry` and install it with `resolving.installed` instead."""
 
 from __future__ import annotations
@@ -15,6 +15,7 @@ from tuned_kernels.registry.runtime import Registry
 from tuned_kernels.registry.settings import Settings
 
 from tuned_kernels import model, resolving
+from tuned_kernels.helion_edge import hooks as helion_hooks
 from tuned_kernels.inductor_edge import hooks as inductor_hooks
 from tuned_kernels.triton_edge import autotuner, cache_manager
 
@@ -30,6 +31,7 @@ def enable(settings: Settings | None = None) -> Registry:
             registry.warmup = warmup.start(registry)
     autotuner.patch()
     inductor_hooks.install_when_imported(_stored)
+    helion_hooks.install_when_imported()
     return registry
 
 
@@ -38,6 +40,7 @@ def disable() -> None:
     autotuner.unpatch()
     cache_manager.uninstall()
     inductor_hooks.uninstall()
+    helion_hooks.uninstall()
 
 
 def _stored(identity: model.KernelIdentity) -> list[model.Entry]:

@@ -20,6 +20,7 @@ class Stats:
     served_from: dict[str, int] = field(default_factory=dict)  # hits (and nearest) per bundle or overlay file
     misses_by_reason: dict[str, int] = field(default_factory=dict)  # decision.MissReason -> misses
     seconds_tuning: float = 0.0  # spent measuring misses
+    stepped_aside: dict[str, str] = field(default_factory=dict)  # kernel -> why it was not asked about
     _lock: threading.Lock = field(default_factory=threading.Lock, repr=False, compare=False)
 
     def count(
@@ -40,6 +41,10 @@ class Stats:
                 self.misses_by_reason[reason] = self.misses_by_reason.get(reason, 0) + 1
             self.configs_benchmarked += benchmarked
             self.seconds_tuning += seconds
+
+    def step_aside(self, kernel: str, why: str) -> None:
+        with self._lock:
+            self.stepped_aside[kernel] = why
 
     @property
     def missed_kernels(self) -> dict[str, int]:

@@ -53,6 +53,7 @@ def summary(
         "missed_kernels": dict(stats.missed_kernels),
         "misses_by_reason": dict(stats.misses_by_reason),
         "changed_kernels": dict(changed_kernels),
+        "stepped_aside": dict(stats.stepped_aside),
         "seconds_tuning": round(stats.seconds_tuning, 3),
         "problems": list(problems),
     }

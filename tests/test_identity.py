@@ -165,7 +165,7 @@ def test_a_syntax_tree_reads_the_same_on_every_python() -> None:
     `type_params=[]`), so a bundle tuned under one Python serves under another."""
     import ast
 
-    from tuned_kernels.triton_edge.source_identity import canonical_tree
+    from tuned_kernels.source_identity import canonical_tree
 
     tree = ast.parse("def f(x):\n    # a comment\n    return x + 1\n").body[0]
     assert canonical_tree(tree) == (

@@ -68,7 +68,7 @@ class IdentityScheme(enum.Enum):
     """How a kernel identity's `source_hash` was made (files say so per kernel)."""
 
     # A digest of the kernel's syntax tree, its helpers' and the globals it reads: line numbers, comments
-    # and formatting do not count (triton_edge/source_identity.py).
+    # and formatting do not count (source_identity.py).
     SOURCE = "source"
     # Files made before: Triton's `JITFunction.cache_key`, which counts the kernel's first line (and its
     # helpers'), or the sha256 of a function's source text; names of the script being run are `__main__.*`.

@@ -52,6 +52,10 @@ class Resolver(Protocol):
         """A config served for this key failed to launch: never serve or try it again here."""
         ...
 
+    def step_aside(self, kernel: str, why: str) -> None:
+        """A kernel the resolver is not asked about, for `why` (its program chose its own cache)."""
+        ...
+
     def warn(self, message: str) -> None: ...
 
 

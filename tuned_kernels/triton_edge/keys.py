@@ -12,7 +12,7 @@ from collections.abc import Mapping
 from typing import Any, Protocol
 
 from tuned_kernels import model
-from tuned_kernels.triton_edge.source_identity import module_name, source_digest
+from tuned_kernels.source_identity import module_name, source_digest
 
 
 class Tunable(Protocol):

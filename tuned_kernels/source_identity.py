@@ -24,8 +24,9 @@ from pathlib import Path
 from types import FunctionType, ModuleType
 from typing import Any
 
-# Modules whose functions and values are the compiler's own: covered by the compiler fingerprint.
-COMPILER_MODULES = ("triton", "math", "copy", "builtins", "torch", "numpy")
+# Modules whose functions and values are the compiler's own: covered by the compiler fingerprint (Helion's
+# language by the Helion version its kernels are keyed with).
+COMPILER_MODULES = ("triton", "helion", "math", "copy", "builtins", "torch", "numpy")
 MAX_DEPTH = 32  # helper calls followed this deep (a kernel's call graph is shallow; cycles are cut anyway)
 
 
