@@ -1,7 +1,9 @@
 #!/usr/bin/env bash
 # Every GPU check and benchmark in one call on a GPU machine (see BENCHMARKS.md):
 #   the device tool runs it with .whl carried (our wheel plus zstandard, protobuf, platformdirs, filelock).
-#   STEPS (default: tests and every benchmark step) picks: tests, and/or benchmarks/run.py's --steps.
+#   STEPS (default: tests and every benchmark step) picks: tests, helion, and/or benchmarks/run.py's --steps.
+#   helion: benchmarks/helion_first_call.py, its HELION_MODES (default all) in HELION_WORK (kept in
+#   $OUT/helion-work.tgz, to carry to the next call: a search of every kernel may take most of one call).
 set -uo pipefail
 export PYTHONUNBUFFERED=1
 python3 -m pip install -q --no-index --no-deps --no-cache-dir --upgrade --target /tmp/site .whl/*.whl || exit 1
@@ -19,6 +21,16 @@ python3 -m tuned_kernels detect --json > "$OUT/detect.json"
 python3 -m tuned_kernels doctor | tee "$OUT/doctor.txt"
 if [[ ,$STEPS, == *,tests,* ]]; then
   TUNED_KERNELS_GPU_TESTS=1 python3 -m pytest -q -p no:cacheprovider --import-mode=importlib "$REPO/tests/test_gpu.py" 2>&1 | tail -25
+fi
+if [[ ,$STEPS, == *,helion,* ]]; then
+  # Helion's benchmark workers are spawned processes, which died on these machines ("worker pipe closed
+  # before sending result"): Helion times its candidates in its own process here
+  HELION_WORK=${HELION_WORK:-/tmp/helion-work}; mkdir -p "$HELION_WORK"
+  HELION_AUTOTUNE_BENCHMARK_SUBPROCESS=0 python3 "$REPO/benchmarks/helion_first_call.py" --work "$HELION_WORK" \
+    --modes "${HELION_MODES:-helion,capture,bundle,helion-warm}" --json "$OUT/helion.json" 2>&1 | tail -30
+  # one file: a call brings back a few files only
+  tar czf "$OUT/helion-work.tgz" -C "$HELION_WORK" $(cd "$HELION_WORK" && ls -d helion-cache helion-results.json helion.pb.zst 2>/dev/null)
+  STEPS=${STEPS/helion/}; STEPS=${STEPS//,,/,}; STEPS=${STEPS#,}; STEPS=${STEPS%,}
 fi
 BENCH=${STEPS#tests}; BENCH=${BENCH#,}
 if [[ -n $BENCH ]]; then

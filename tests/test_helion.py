@@ -136,7 +136,10 @@ def test_a_config_the_kernel_does_not_accept_is_a_miss_with_one_warning(
     run = run_program(tmp_path, TUNED_KERNELS_PATH=str(bundle))
     assert run.report["searches"] == ["add"]
     assert run.report["stats"]["hits"] == 1
-    assert len(run.warnings) == 1 and "is not one of the configs of helion.tests.helion_program.add" in run.warnings[0]
+    assert (
+        len(run.warnings) == 1
+        and "is not one of the configs of helion.tests.helion_program.add" in run.warnings[0]
+    )
 
 
 def test_a_bundle_tuned_with_another_helion_is_not_served_and_says_which(
@@ -158,7 +161,9 @@ def test_a_bundle_tuned_with_another_helion_is_not_served_and_says_which(
 def test_a_kernel_whose_program_chose_its_own_cache_keeps_it_and_stats_say_so(tmp_path: Path) -> None:
     run = run_program(tmp_path, "--cache", "ProgramsOwnCache")
     assert sorted(run.report["searches"]) == ["add", "row_sum"]
-    assert run.report["stats"]["stepped_aside"] == dict.fromkeys(KERNELS, "the program chose ProgramsOwnCache")
+    assert run.report["stats"]["stepped_aside"] == dict.fromkeys(
+        KERNELS, "the program chose ProgramsOwnCache"
+    )
     assert run.report["stats"]["misses"] == 0 and not (tmp_path / "overlay").exists()
 
 
