@@ -18,11 +18,10 @@ import pytest
 
 from tests import factories
 from tuned_kernels import model
+from tuned_kernels.helion_edge import keys
 from tuned_kernels.results import read_results, write_results
 
-pytest.importorskip("helion")
-
-from tuned_kernels.helion_edge import keys  # noqa: E402  # needs Helion only where it is installed
+pytest.importorskip("helion")  # a dev dependency: installed wherever the tests run
 
 PROGRAM = Path(__file__).parent / "helion_program.py"
 KERNELS = ("helion.tests.helion_program.add", "helion.tests.helion_program.row_sum")
