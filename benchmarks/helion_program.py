@@ -15,6 +15,7 @@ import triton
 from helion.autotuner.base_search import BaseSearch
 
 from tuned_kernels.kernels import helion as kernels
+from tuned_kernels.triton_edge.counters import counting_triton
 
 SEARCHES: list[int] = []  # configs timed, per search run in this process
 _search = BaseSearch.autotune
@@ -28,9 +29,8 @@ def _counted(self: Any, *args: Any, **kwargs: Any) -> Any:
 
 
 BaseSearch.autotune = _counted  # type: ignore[method-assign]
-COMPILED: list[bool] = []
-if not os.environ.get("TUNED_KERNELS_CAPTURE"):  # a capture listens to Triton's compiles itself
-    triton.knobs.compilation.listener = lambda *, cache_hit, **_: COMPILED.append(cache_hit)
+# Triton's compiles, counted by its compilation listener (not while capturing: a capture listens itself)
+COUNTS = {} if os.environ.get("TUNED_KERNELS_CAPTURE") else counting_triton()
 
 
 def calls() -> list[tuple[str, Any, tuple[Any, ...]]]:
@@ -61,7 +61,7 @@ def main() -> None:
         "first_results_s": round(first, 3),
         "searches": len(SEARCHES),
         "configs_timed": sum(SEARCHES),
-        "compiled": COMPILED.count(False),
+        "compiled": int(COUNTS.get("compiled", 0)),
         "kernels": {},
     }
     for name, kernel, args in work:
