@@ -346,6 +346,13 @@ def test_a_captured_winner_compiles_from_a_launchs_arguments_after_its_own_pre_h
     assert out.split()[-1] == "[32]", out  # the hook ran once, for the config compiled
 
 
+def test_configs_compiled_side_by_side_each_see_their_own_descriptor_tiles(tmp_path: Path) -> None:
+    """A miss compiles its configs on threads; a pre-hook that sets the tensor descriptors' block shapes
+    sets them on each compile's own copies: one kernel per config, each found again by its timing, and the
+    launch's descriptor left as it was."""
+    assert compile_offline("descriptor_compiles.py", tmp_path).split(maxsplit=1) == ["4", "[16, 16]\n"]
+
+
 def test_capture_records_every_kernel_triton_compiles_outside_benchmarking(tmp_path: Path) -> None:
     """A plain @triton.jit kernel compiled with two constexprs is kept twice (its two specializations),
     each with the argument types its host launcher is built from; a compile made while configs are

@@ -8,6 +8,7 @@ import contextlib
 import math
 import multiprocessing
 import threading
+import types
 from typing import Any
 
 import pytest
@@ -93,6 +94,45 @@ def test_candidates_compile_side_by_side_within_the_width_and_a_failure_stops_no
 ) -> None:
     measuring.compile_all(object(), {}, CONFIGS, jobs=2)
     assert sorted(fake_compiler.done) == ["a", "b", "c", "d"] and fake_compiler.most == 2
+
+
+class _Loads:
+    """Compiled kernels whose loading (`_init_handles`: launcher built, binary loaded) is recorded: the
+    first waits a while for any other load to start beside it."""
+
+    def __init__(self) -> None:
+        self.lock = threading.Lock()
+        self.loading = 0
+        self.beside_first: list[int] = []  # whether another load started during the first
+        self.loaded = 0
+        self.another_started = threading.Event()
+
+    def warmup(self, autotuner: Any, named: Any, config: str) -> Any:
+        return types.SimpleNamespace(_init_handles=self.load)
+
+    def load(self) -> None:
+        with self.lock:
+            first, self.loading = self.loaded == 0 and self.loading == 0, self.loading + 1
+            if not first:
+                self.another_started.set()
+        if first:
+            self.beside_first.append(int(self.another_started.wait(timeout=0.5)))
+        with self.lock:
+            self.loading -= 1
+            self.loaded += 1
+
+
+def test_the_first_candidate_loads_alone_so_its_launcher_is_built_once(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """Every config of a kernel has the same host launcher, a C build: the first config builds it while the
+    others wait, then they load beside each other from Triton's cache."""
+    loads = _Loads()
+    monkeypatch.setattr(measuring, "interpreting", lambda: False)
+    monkeypatch.setattr(measuring, "is_compiled_kernel", lambda _: True)
+    monkeypatch.setattr(measuring, "warmup", loads.warmup)
+    measuring.compile_all(object(), {}, CONFIGS, jobs=4)
+    assert loads.beside_first == [0] and loads.loaded == len(CONFIGS)
 
 
 def _compile_in_child(fake: _FakeCompiler, answer: Any) -> None:

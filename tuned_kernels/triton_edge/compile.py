@@ -9,6 +9,7 @@ an artifact compiled here is found by the run-time launch it stands for.
 from __future__ import annotations
 
 import contextlib
+import copy
 import dataclasses
 from collections.abc import Iterator, Mapping
 from typing import Any
@@ -29,8 +30,10 @@ def is_compiled_kernel(autotuner: Any) -> bool:
 def warmup(autotuner: Any, named_args: Mapping[str, Any], config: model.Config) -> Any:
     """Compiles the kernel that a launch with these arguments and `config` runs, without launching it,
     and returns Triton's `CompiledKernel` (from Triton's caches when already compiled). The kernel's
-    `@triton.heuristics` are applied as a launch would apply them."""
-    kwargs = {k: v for k, v in named_args.items() if k not in LAUNCH_ONLY}
+    `@triton.heuristics` are applied as a launch would apply them. The launch's arguments are not changed:
+    a config's pre-hook sets its tiles on copies of the host-side tensor descriptors, so compiles of other
+    configs on other threads each see their own."""
+    kwargs = {k: _own_copy(v) for k, v in named_args.items() if k not in LAUNCH_ONLY}
     own = next((c for c in getattr(autotuner, "configs", ()) if config_from_triton(c) == config), None)
     if own is not None and own.pre_hook is not None:  # the winner's own hook sets what its compile sees
         own.pre_hook({**kwargs, **own.all_kwargs()})
@@ -43,6 +46,12 @@ def warmup(autotuner: Any, named_args: Mapping[str, Any], config: model.Config) 
             kwargs[name] = heuristic(kwargs)
         fn = fn.fn
     return fn.warmup(grid=(1,), **kwargs)
+
+
+def _own_copy(value: Any) -> Any:
+    from triton.tools.tensor_descriptor import TensorDescriptor
+
+    return copy.copy(value) if isinstance(value, TensorDescriptor) else value
 
 
 def artifact_of(compiled: Any, config: model.Config) -> tuple[model.Artifact, dict[str, bytes]]:

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import contextlib
 import os
+import threading
 from collections.abc import Iterator, Mapping, Sequence
 from concurrent.futures import Future, ThreadPoolExecutor, wait
 from typing import Any
@@ -46,12 +47,23 @@ def submit_compiles(
     reject with the reason, as Triton's autotuner would."""
     if interpreting() or not is_compiled_kernel(autotuner):
         return []
+    first_load, loaded = threading.Lock(), threading.Event()
+
+    def load(compiled: Any) -> None:
+        """Loaded onto the GPU, its launcher built: Triton would do both at the config's first timing. The
+        first config loads alone: the launcher, built from the kernel's signature, is the same for every
+        config, and threads loading at once would each build it."""
+        init_handles = getattr(compiled, "_init_handles", lambda: None)
+        if loaded.is_set():
+            init_handles()
+            return
+        with first_load:
+            init_handles()
+            loaded.set()
 
     def compile_one(config: model.Config) -> None:
         with contextlib.suppress(Exception):
-            compiled = warmup(autotuner, named, config)
-            # loaded onto the GPU, its launcher built: Triton would do both at the config's first timing
-            getattr(compiled, "_init_handles", lambda: None)()
+            load(warmup(autotuner, named, config))
 
     return [pool.submit(compile_one, c) for c in configs]
 
