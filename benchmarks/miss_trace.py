@@ -3,7 +3,8 @@ launcher builds, kernel loads and timings traced per thread.
 
 `python benchmarks/miss_trace.py KERNEL triton|ours` (in a fresh process with an empty TRITON_CACHE_DIR, and
 for `ours` TUNED_KERNELS=1 with no bundle) prints miss.py's result with, per traced step, how often it ran,
-its summed seconds and its span (first start to last end, from the first launch), as one JSON line.
+its summed seconds and its span (first start to last end, in seconds from the workload's start), as a
+table and then as one JSON line.
 """
 
 from __future__ import annotations

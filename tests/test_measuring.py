@@ -39,7 +39,8 @@ def test_a_full_timing_decides_between_the_configs_close_to_the_fastest(
 @pytest.mark.parametrize(
     ("setting", "cpus", "jobs"),
     [
-        (None, 16, 8),  # the default: the CPU count, at most 8
+        (None, 16, 16),  # the default: the CPU count, at most 16
+        (None, 64, 16),
         (None, 2, 2),
         ("3", 16, 3),
         ("64", 16, 16),  # never more than the machine has
@@ -133,6 +134,21 @@ def test_the_first_candidate_loads_alone_so_its_launcher_is_built_once(
     monkeypatch.setattr(measuring, "warmup", loads.warmup)
     measuring.compile_all(object(), {}, CONFIGS, jobs=4)
     assert loads.beside_first == [0] and loads.loaded == len(CONFIGS)
+
+
+def test_triton_s_driver_is_made_once_by_the_missing_thread_before_any_compile_starts(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """Triton makes its driver at first use without a lock; compile threads meeting it at once would each
+    make one and build its host utilities."""
+    made: list[str] = []
+    seen: list[list[str]] = []
+    monkeypatch.setattr(measuring, "interpreting", lambda: False)
+    monkeypatch.setattr(measuring, "is_compiled_kernel", lambda _: True)
+    monkeypatch.setattr(measuring, "make_driver", lambda: made.append(threading.current_thread().name))
+    monkeypatch.setattr(measuring, "warmup", lambda *_: seen.append(list(made)))
+    measuring.compile_all(object(), {}, CONFIGS, jobs=4)
+    assert made == [threading.current_thread().name] and seen == [made] * len(CONFIGS)
 
 
 def _compile_in_child(fake: _FakeCompiler, answer: Any) -> None:

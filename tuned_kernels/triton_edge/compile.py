@@ -54,6 +54,16 @@ def _own_copy(value: Any) -> Any:
     return copy.copy(value) if isinstance(value, TensorDescriptor) else value
 
 
+def make_driver() -> None:
+    """Triton's active driver made in this thread, where it can be: Triton makes it at its first use without
+    a lock, so threads compiling at once would each make one, each building its host utilities (a C build).
+    Where none can be made (no GPU), the compiles that need it fail and say so."""
+    from triton.runtime.driver import driver
+
+    with contextlib.suppress(Exception):
+        driver.active  # noqa: B018 - made on first access
+
+
 def artifact_of(compiled: Any, config: model.Config) -> tuple[model.Artifact, dict[str, bytes]]:
     """The files Triton needs to load `compiled` (metadata and binary), hashed, with their bytes; `config`
     is the launch config it was compiled with."""

@@ -5,7 +5,7 @@ parallel into Triton's own cache, then time them, briefly first and in full only
 Compiles run on threads: Triton's compiler spends most of a compile in its C++ passes and in `ptxas`, a
 separate process, so threads overlap them without a process pool, which a forked child (a DataLoader
 worker) or a torch.compile'd program could not always start. `TUNED_KERNELS_MISS_JOBS` sets how many
-compile at once for a miss (default: the CPU count, at most 8); never more than the machine has.
+compile at once for a miss (default: the CPU count, at most 16); never more than the machine has.
 """
 
 from __future__ import annotations
@@ -20,17 +20,17 @@ from typing import Any
 from tuned_kernels import model
 from tuned_kernels.search import SCREEN_KEEP
 from tuned_kernels.triton_edge import cache_manager
-from tuned_kernels.triton_edge.compile import is_compiled_kernel, warmup
+from tuned_kernels.triton_edge.compile import is_compiled_kernel, make_driver, warmup
 from tuned_kernels.triton_edge.interpreter import interpreting
 
 MISS_JOBS_ENV = "TUNED_KERNELS_MISS_JOBS"
-DEFAULT_MISS_JOBS = 8
+DEFAULT_MISS_JOBS = 16
 BRIEF_WARMUP_MS, BRIEF_REP_MS = 5, 10  # a first pass over every candidate (Triton's own: 25 and 100)
 
 
 def miss_jobs(environ: Mapping[str, str] = os.environ, cpus: int | None = None) -> int:
     """How many configs of a missed key compile at once: `TUNED_KERNELS_MISS_JOBS` (a positive integer),
-    else the CPU count up to 8; at most the CPU count."""
+    else the CPU count up to 16; at most the CPU count."""
     cpus = max(1, cpus or os.cpu_count() or 1)
     try:
         asked = int(environ.get(MISS_JOBS_ENV, "").strip() or 0)
@@ -47,6 +47,7 @@ def submit_compiles(
     reject with the reason, as Triton's autotuner would."""
     if interpreting() or not is_compiled_kernel(autotuner):
         return []
+    make_driver()
     first_load, loaded = threading.Lock(), threading.Event()
 
     def load(compiled: Any) -> None:
