@@ -2,8 +2,9 @@
 
 For three kernels (the built-in copy-engine matmul, a matmul written as Triton's tutorial writes it, the
 built-in softmax), each in a fresh process with an empty Triton cache and no bundle: the time from the first
-launch to its result, how many kernels were compiled, and the winner; then one more process times both
-winners in full on the same inputs. `python benchmarks/miss.py [--json OUT]` prints the rows side by side.
+launch to its result, how many kernels were compiled, and the winner (with --repeats N, the run of median
+time of N); then one more process times both winners in full on the same inputs.
+`python benchmarks/miss.py [--repeats N] [--json OUT]` prints the rows side by side.
 Children: `python benchmarks/miss.py run KERNEL triton|ours`, `python benchmarks/miss.py compare KERNEL A B`.
 """
 
@@ -149,30 +150,39 @@ def child(argv: list[str], env: dict[str, str]) -> Any:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("--json", help="where to write the results")
+    parser.add_argument(
+        "--repeats", type=int, default=1, help="fresh processes per kernel and mode (the median)"
+    )
     args = parser.parse_args()
     rows, cpus = {}, os.cpu_count()
     for name in KERNELS:
         found = {}
         for mode in ("triton", "ours"):
-            with tempfile.TemporaryDirectory(prefix="tuned-kernels-miss-") as tmp:
-                env = {**os.environ, "TRITON_CACHE_DIR": f"{tmp}/triton"}
-                env.pop("TUNED_KERNELS", None)
-                if mode == "ours":
-                    env.update(TUNED_KERNELS="1", TUNED_KERNELS_PATH=f"{tmp}/none",
-                               TUNED_KERNELS_CACHE_DIR=f"{tmp}/overlay")  # fmt: skip
-                found[mode] = child(["run", name, mode], env)
+            runs = []
+            for _ in range(args.repeats):
+                with tempfile.TemporaryDirectory(prefix="tuned-kernels-miss-") as tmp:
+                    env = {**os.environ, "TRITON_CACHE_DIR": f"{tmp}/triton"}
+                    env.pop("TUNED_KERNELS", None)
+                    if mode == "ours":
+                        env.update(TUNED_KERNELS="1", TUNED_KERNELS_PATH=f"{tmp}/none",
+                                   TUNED_KERNELS_CACHE_DIR=f"{tmp}/overlay")  # fmt: skip
+                    runs.append(child(["run", name, mode], env))
+            runs.sort(key=lambda r: r["seconds"])
+            found[mode] = {**runs[len(runs) // 2], "every_seconds": [round(r["seconds"], 3) for r in runs],
+                           "winners": [r["winner"] for r in runs]}  # fmt: skip
         ms = child(["compare", name, json.dumps([found["triton"]["winner"], found["ours"]["winner"]])],
                    {k: v for k, v in os.environ.items() if k != "TUNED_KERNELS"})  # fmt: skip
         rows[name] = {**found, "winner_ms": {"triton": ms[0], "ours": ms[1]}}
         ratio = found["ours"]["seconds"] / found["triton"]["seconds"]
         theirs, ours = found["triton"], found["ours"]
         print(f"| {name} | {theirs['candidates']} configs "
-              f"| Triton {theirs['seconds']:.2f} s ({theirs['compiled']} compiled) "
-              f"| ours {ours['seconds']:.2f} s ({ours['compiled']} compiled, {ours['measuring']:.2f} s measuring) "
+              f"| Triton {theirs['seconds']:.2f} s ({theirs['compiled']} compiled; {theirs['every_seconds']}) "
+              f"| ours {ours['seconds']:.2f} s ({ours['compiled']} compiled, {ours['measuring']:.2f} s measuring; "
+              f"{ours['every_seconds']}) "
               f"| {ratio:.2f}x | winners {ms[0]:.4f} vs {ms[1]:.4f} ms ({ms[1] / ms[0]:.3f}x) |",
               flush=True)  # fmt: skip
     result = {"environment": {"cpus": cpus, "device": torch.cuda.get_device_name(), "torch": torch.__version__,
-                              "triton": triton.__version__}, "miss": rows}  # fmt: skip
+                              "triton": triton.__version__, "repeats": args.repeats}, "miss": rows}  # fmt: skip
     if args.json:
         Path(args.json).write_text(json.dumps(result, indent=1))
 

@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Every GPU check and benchmark in one call on a GPU machine (see BENCHMARKS.md):
 #   the device tool runs it with .whl carried (our wheel plus zstandard, protobuf, platformdirs, filelock).
-#   STEPS (default: tests and every benchmark step) picks: tests, helion, and/or benchmarks/run.py's --steps.
+#   STEPS (default: tests and every benchmark step) picks: tests, helion, miss (benchmarks/miss.py, with its
+#   MISS_ARGS) and/or benchmarks/run.py's --steps.
 #   helion: benchmarks/helion_first_call.py, its HELION_MODES (default all) in HELION_WORK (kept in
 #   $OUT/helion-work.tgz, to carry to the next call: a search of every kernel may take most of one call).
 set -uo pipefail
@@ -31,6 +32,10 @@ if [[ ,$STEPS, == *,helion,* ]]; then
   # one file: a call brings back a few files only
   tar czf "$OUT/helion-work.tgz" -C "$HELION_WORK" $(cd "$HELION_WORK" && ls -d helion-cache helion-results.json helion.pb.zst 2>/dev/null)
   STEPS=${STEPS/helion/}; STEPS=${STEPS//,,/,}; STEPS=${STEPS#,}; STEPS=${STEPS%,}
+fi
+if [[ ,$STEPS, == *,miss,* ]]; then
+  python3 "$REPO/benchmarks/miss.py" ${MISS_ARGS:-} --json "$OUT/miss.json" 2>&1 | tail -10
+  STEPS=${STEPS/miss/}; STEPS=${STEPS//,,/,}; STEPS=${STEPS#,}; STEPS=${STEPS%,}
 fi
 BENCH=${STEPS#tests}; BENCH=${BENCH#,}
 if [[ -n $BENCH ]]; then
