@@ -1,5 +1,5 @@
-"""Loading a corpus: `builtin`, `package.module:NAME` or `path/to/file.py[:NAME]` (NAME defaults to
-CORPUS), and choosing families from it by name."""
+"""Loading a corpus: `builtin`, `helion` (the built-in Helion kernels; needs Helion), `package.module:NAME` or
+`path/to/file.py[:NAME]` (NAME defaults to CORPUS), and choosing families from it by name."""
 
 from __future__ import annotations
 
@@ -15,11 +15,13 @@ from tuned_kernels.errors import CorpusError
 
 
 def load_corpus(spec: str) -> Corpus:
-    """`builtin`, `package.module:NAME` or `path/to/file.py[:NAME]`."""
+    """`builtin`, `helion`, `package.module:NAME` or `path/to/file.py[:NAME]`."""
     if spec == "builtin":
         from tuned_kernels.aot.kernels.builtin import CORPUS
 
         return CORPUS
+    if spec == "helion":
+        spec = "tuned_kernels.aot.kernels.helion:CORPUS"
     target, _, attr = spec.partition(":")
     attr = attr or "CORPUS"
     try:

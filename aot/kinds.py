@@ -5,6 +5,8 @@
 - An `ImplementationChoice` (choice.py): its implementations timed with their launches counted (a program
   calling the op in a loop runs at the pace of the host or the device, whichever is slower), and the
   kernels tuned earlier in this run launching with their winners, so each implementation is at its best.
+- A Helion kernel: it searches its configs itself (`searches_itself`), with its own settings; the tuner
+  runs the op and keeps what the search found (tuner.py).
 """
 
 from __future__ import annotations
@@ -23,6 +25,8 @@ from tuned_kernels.triton_edge.benchmarker import Benchmarker, launch_inclusive
 
 
 class KernelKind(Protocol):
+    searches_itself: bool  # the op's first run searches its configs (nothing to probe, prune or force)
+
     def benchmarker(self, base: Benchmarker) -> Benchmarker:
         """What times this kernel's candidates, given the tuner's own benchmarker."""
         ...
@@ -33,6 +37,8 @@ class KernelKind(Protocol):
 
 
 class AutotunedKernel:
+    searches_itself = False
+
     def benchmarker(self, base: Benchmarker) -> Benchmarker:
         return base
 
@@ -41,6 +47,8 @@ class AutotunedKernel:
 
 
 class ChoiceOfImplementations:
+    searches_itself = False
+
     def benchmarker(self, base: Benchmarker) -> Benchmarker:
         return launch_inclusive(base)
 
@@ -48,8 +56,16 @@ class ChoiceOfImplementations:
         return _answering(tuned)
 
 
+class SearchingKernel(AutotunedKernel):
+    searches_itself = True
+
+
 def kind_of(kernel: Any) -> KernelKind:
-    return ChoiceOfImplementations() if isinstance(kernel, ImplementationChoice) else AutotunedKernel()
+    if isinstance(kernel, ImplementationChoice):
+        return ChoiceOfImplementations()
+    if type(kernel).__module__.startswith("helion."):  # a helion.Kernel, known without importing Helion
+        return SearchingKernel()
+    return AutotunedKernel()
 
 
 @contextlib.contextmanager

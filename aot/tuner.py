@@ -7,6 +7,7 @@ every case (atomically), so an interrupted run leaves a valid file and `resume` 
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import time
 from collections.abc import Callable, Sequence
@@ -14,13 +15,17 @@ from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
+from tuned_kernels.aot.answers import SearchedAnswers
 from tuned_kernels.aot.corpus import Case, Corpus, KernelFamily
 from tuned_kernels.aot.heuristics import seeds_for
 from tuned_kernels.aot.kinds import kind_of
 from tuned_kernels.aot.progress import ProgressEvent
 
-from tuned_kernels import model, search
+from tuned_kernels import model, resolving, search
+from tuned_kernels.decision import COMPILED_PREFIX, compiled_kernel_entry
+from tuned_kernels.helion_edge import hooks as helion_hooks
 from tuned_kernels.triton_edge.benchmarker import Benchmarker
+from tuned_kernels.triton_edge.cache_manager import recording_compiles
 from tuned_kernels.triton_edge.compile import artifact_of, is_compiled_kernel, warmup
 from tuned_kernels.triton_edge.keys import config_from_triton, kernel_identity
 from tuned_kernels.triton_edge.launch import LaunchesAnother, config_space, forced_config, probe_key
@@ -234,6 +239,48 @@ class Tuner:
             artifacts=self._artifacts(kernel, named, keep),
         )
 
+    def tune_by_its_search(
+        self, item: WorkItem, done: dict[model.EntrySlot, model.Entry]
+    ) -> list[model.Entry]:
+        """Runs the op of a kernel that searches its configs itself (a Helion kernel: its own search, with
+        its own settings), keeps what the search found, with the kernels Triton compiled outside the search,
+        and checks the winner's output against the reference on fresh inputs. [] when every key the op
+        reached is in `done` already, or had its config set already (nothing was searched)."""
+        family = item.family
+        helion_hooks.install_when_imported()
+        answers, compiled = SearchedAnswers(done.values()), []
+
+        def keep(artifact: model.Artifact, blobs: dict[str, bytes], name: str) -> None:
+            self.blobs.update(blobs)
+            compiled.append(compiled_kernel_entry(name, artifact))
+
+        keeps = self.options.artifacts != "none" and artifacts_apply(self.target)
+        inputs = family.make_inputs(item.case, self.device, self._generator(0))
+        check_inputs = family.make_inputs(item.case, self.device, self._generator(CHECK_SEED_OFFSET))
+        t0 = time.monotonic()
+        try:
+            with (
+                resolving.installed(answers),
+                recording_compiles(keep) if keeps else contextlib.nullcontext(),
+            ):
+                family.run(inputs)
+                out = family.run(
+                    check_inputs
+                )  # the same specialization: the config found, not searched again
+        except Exception as exc:
+            raise NoValidConfig(
+                f"{family.name} {item.case.id}: {type(exc).__name__}: {first_line(exc)}"
+            ) from exc
+        finally:
+            self.times.benchmark += time.monotonic() - t0
+        found = list(answers.kept.values())
+        if not found:
+            return []
+        reason = mismatch(out, family.reference(check_inputs), family.tolerance)
+        if reason is not None:
+            raise NoValidConfig(f"{family.name} {item.case.id}: the config its search found: {reason}")
+        return [*found, *compiled]
+
     def _search(
         self, family: KernelFamily, case: Case, key: model.TuningKey, space: list[model.Config], measure: Any
     ) -> tuple[dict[model.Config, float | None], model.FoundBy]:
@@ -308,6 +355,7 @@ class TuneRun:
         self.start = time.monotonic()
         self.ahead: dict[int, tuple[model.EntrySlot, Probed, list[Future[None]]] | None] = {}
         self.other_kernel: set[int] = set()  # items whose op launches another family's kernel here
+        self.searched: set[int] = set()  # items whose kernel searches its configs itself when the op runs
         self.claimed: dict[int, bool] = {}
         jobs = max(1, tuner.options.jobs)
         self.compilers = ThreadPoolExecutor(jobs, thread_name_prefix="tuned-kernels-compile")
@@ -353,6 +401,9 @@ class TuneRun:
             return
         item = self.items[i]
         self.ahead[i] = None
+        if kind_of(item.family.kernel).searches_itself:  # its key is known once the op runs
+            self.searched.add(i)
+            return
         try:  # no inputs made for keys finished earlier or another family's: probed on `meta` first
             if self.tuner.slot_on_meta(item) in self.done:
                 return
@@ -369,6 +420,8 @@ class TuneRun:
         """Tunes item n (1-based) into `done`; False when there was nothing new to keep."""
         self.prepare(n - 1)
         prepared = self.ahead.pop(n - 1)
+        if n - 1 in self.searched:
+            return self.tune_searched(n, item)
         if prepared is None and n - 1 in self.other_kernel:
             self.report.other_kernel += 1
             self.progress(n, item, summary="its op launches another family's kernel here, skipped")
@@ -397,6 +450,40 @@ class TuneRun:
             f"best {entry.best.describe()} {entry.best_time_ms:.4g} ms, "
             f"{entry.configs_benchmarked} configs, {len(entry.rejected)} rejected "
             f"in {time.monotonic() - t0:.1f}s"
+        )
+        self.progress(n, item, summary=summary)
+        return True
+
+    def tune_searched(self, n: int, item: WorkItem) -> bool:
+        """Tunes item n, whose kernel searches its configs itself, into `done`; False when there was nothing
+        new to keep."""
+        self.prepare(self.next_mine(n))
+        t0 = time.monotonic()
+        try:
+            entries = self.tuner.tune_by_its_search(item, self.done)
+        except NoValidConfig as exc:
+            self.report.failed.append(str(exc))
+            self.progress(n, item, summary=f"FAILED: {exc}")
+            return False
+        if not entries:
+            self.report.resumed += 1
+            self.progress(n, item, summary="nothing searched (done earlier, or its config set), skipped")
+            return False
+        compiled = [
+            e for e in entries if e.kernel.name.startswith(COMPILED_PREFIX)
+        ]  # kept beside the configs
+        tuned = [e for e in entries if e not in compiled]
+        for entry in entries:
+            self.done[entry.slot] = entry
+        for entry in tuned:
+            self.report.add(item.family.name, entry)
+        for entry in compiled:
+            self.report.artifacts += len(entry.artifacts)
+            self.report.artifact_bytes += sum(a.size_bytes for a in entry.artifacts)
+        configs = sum(e.configs_benchmarked for e in tuned)
+        summary = (
+            f"found by its own search: {', '.join(e.best.describe() for e in tuned)}, {configs} configs "
+            f"timed, {len(compiled)} compiled kernels in {time.monotonic() - t0:.1f}s"
         )
         self.progress(n, item, summary=summary)
         return True

@@ -595,3 +595,69 @@ def test_direct_launches_never_run_a_kernel_compiled_for_other_arguments(tmp_pat
     assert line.startswith("WRONG [] DIRECT") and int(line.rsplit(" ", 1)[1]) >= 1, (
         out.stdout + out.stderr[-2000:]
     )
+
+
+HELION_PROGRAM = """
+import sys, torch, tuned_kernels
+from triton import knobs
+compiled = []
+knobs.compilation.listener = lambda *, cache_hit, **_: compiled.append(cache_hit)
+from tuned_kernels.kernels import helion as kernels
+for n in (1024, 4096):  # the built-in Helion corpus's quick RMS norm cases
+    x = torch.randn(256, n, device="cuda", dtype=torch.float16)
+    w = torch.randn(n, device="cuda", dtype=torch.float16)
+    ref = (x.double() * torch.rsqrt(x.double().pow(2).mean(-1, keepdim=True) + 1e-5) * w.double())
+    assert torch.allclose(kernels.rms_norm(x, w).double(), ref, atol=2e-2, rtol=1e-2)
+if "--stats" in sys.argv:
+    s = tuned_kernels.stats()
+    print(s["hits"], s["misses"], s["configs_benchmarked"], compiled.count(False))
+"""
+
+
+def test_the_builtin_helion_corpus_tuned_and_a_capture_serve_helion_kernels_without_search(
+    tmp_path: Path,
+) -> None:
+    """`tune --corpus helion` runs Helion's own search for each case and keeps its winner with the kernel
+    Triton compiled for it; a program served by that file neither searches nor compiles. A capture of the
+    program (Helion's local cache of the tune warm: no search; Triton's empty) serves it the same way."""
+    helion_env = {**os.environ, "HELION_AUTOTUNE_EFFORT": "quick", "HELION_AUTOTUNE_BENCHMARK_SUBPROCESS": "0",
+                  "HELION_CACHE_DIR": str(tmp_path / "helion"),
+                  "TRITON_CACHE_DIR": str(tmp_path / "triton")}  # fmt: skip
+    tuned = tmp_path / "helion.pb"
+    command = [
+        "tune",
+        "--corpus",
+        "helion",
+        "--kernels",
+        "helion_rms_norm",
+        "--shapes",
+        "quick",
+        "-o",
+        str(tuned),
+    ]
+    out = subprocess.run([sys.executable, "-m", "tuned_kernels", *command], env=helion_env, capture_output=True,
+                         text=True, cwd=tmp_path, timeout=600)  # fmt: skip
+    assert out.returncode == 0, out.stdout[-2000:] + out.stderr[-3000:]
+    entries = read_results(tuned).entries
+    configs = [e for e in entries if e.kernel.name == "helion.tuned_kernels.kernels.helion.rms_norm"]
+    assert len(configs) == 2 and all(e.configs_benchmarked > 1 for e in configs), entries
+    assert any(e.artifacts for e in entries), "no compiled kernel kept"
+
+    captured = tmp_path / "captured.pb"
+    app = [sys.executable, "-c", HELION_PROGRAM]
+    capture = [sys.executable, "-m", "tuned_kernels", "capture", "-o", str(captured), "--", *app]
+    # Triton's cache empty: a capture keeps the kernels Triton compiles, not those its cache holds
+    capture_env = {**helion_env, "TRITON_CACHE_DIR": str(tmp_path / "triton-capture")}
+    out = subprocess.run(capture, env=capture_env, capture_output=True, text=True, cwd=tmp_path, timeout=600)
+    assert out.returncode == 0 and "Starting autotuning" not in out.stderr, out.stderr[-3000:]
+
+    for bundle in (tuned, captured):
+        serve_env = {**os.environ, "TUNED_KERNELS": "1", "TUNED_KERNELS_PATH": str(bundle),
+                     "TRITON_CACHE_DIR": str(tmp_path / f"empty-{bundle.stem}"),
+                     "HELION_CACHE_DIR": str(tmp_path / f"no-helion-{bundle.stem}"),
+                     "TUNED_KERNELS_CACHE_DIR": str(tmp_path / f"overlay-{bundle.stem}")}  # fmt: skip
+        out = subprocess.run([*app, "--stats"], env=serve_env, capture_output=True, text=True, cwd=tmp_path,
+                             timeout=600)  # fmt: skip
+        assert out.returncode == 0 and "Starting autotuning" not in out.stderr, out.stderr[-3000:]
+        # 2 hits, 0 misses, 0 configs benchmarked, 0 kernels compiled
+        assert out.stdout.split() == ["2", "0", "0", "0"], (bundle.name, out.stdout, out.stderr[-2000:])

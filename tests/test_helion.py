@@ -24,6 +24,8 @@ from tuned_kernels.results import read_results, write_results
 pytest.importorskip("helion")  # a dev dependency: installed wherever the tests run
 
 PROGRAM = Path(__file__).parent / "helion_program.py"
+HELION_CORPUS = Path(__file__).parent / "corpora" / "helion_corpus.py"
+ROOT = Path(__file__).parent.parent
 KERNELS = ("helion.tests.helion_program.add", "helion.tests.helion_program.row_sum")
 
 
@@ -89,6 +91,50 @@ def test_a_captured_program_is_served_from_its_bundle_with_the_configs_helion_fo
     assert served.report["searches"] == []
     assert served.report["stats"]["hits"] == 2
     assert served.report["configs"] == capture.report["configs"]
+
+
+def _tune(tmp_path: Path, *args: str, succeeds: bool = True) -> str:
+    """`tuned-kernels tune` of tests/corpora/helion_corpus.py (the program's two kernels) on the cpu target."""
+    corpus = [] if "--corpus" in args else ["--corpus", str(HELION_CORPUS)]
+    command = [sys.executable, "-m", "tuned_kernels", "tune", *corpus, *args]
+    environ = {**os.environ, "TRITON_INTERPRET": "1", "HELION_AUTOTUNER": "WallClockSearch",
+               "HELION_CACHE_DIR": str(tmp_path / "helion-tune"), "TUNED_KERNELS_PATH": ""}  # fmt: skip
+    out = subprocess.run(command, capture_output=True, text=True, env=environ, cwd=ROOT, timeout=300)
+    assert (out.returncode == 0) == succeeds, out.stderr[-3000:]
+    return out.stdout + out.stderr
+
+
+def test_a_corpus_of_helion_kernels_is_tuned_by_helion_s_search_and_its_file_serves_the_program(
+    tmp_path: Path,
+) -> None:
+    """`tune` runs each family's op: Helion searches with the program's settings (its own search here),
+    the winner is checked against the family's reference and kept; the program then searches nothing."""
+    tuned = tmp_path / "helion.pb"
+    _tune(tmp_path, "-o", str(tuned))
+    entries = read_results(tuned).entries
+    assert sorted(e.kernel.name for e in entries) == sorted(KERNELS)
+    assert all(e.key[:2] == keys.versions() and e.configs_benchmarked >= 1 for e in entries)
+    assert all(e.found_by is model.FoundBy.CAPTURED for e in entries)
+
+    served = run_program(tmp_path, TUNED_KERNELS_PATH=str(tuned))
+    assert served.report["searches"] == [] and served.report["stats"]["hits"] == 2
+    stored = {
+        e.kernel.name.rsplit(".", 1)[-1]: json.loads(dict(e.best.kwargs)[keys.CONFIG_KWARG]) for e in entries
+    }
+    assert {name: {k: v for k, v in config.items() if k in stored[name]}
+            for name, config in served.report["configs"].items()} == stored  # fmt: skip
+
+    again = _tune(tmp_path, "-o", str(tuned), "--resume")
+    assert "tuned 0 keys" in again and "Autotuning complete" not in again  # nothing searched again
+
+
+def test_a_helion_winner_that_gives_wrong_numbers_is_not_kept_and_the_tune_says_why(tmp_path: Path) -> None:
+    tuned = tmp_path / "wrong.pb"
+    said = _tune(tmp_path, "--corpus", f"{HELION_CORPUS}:WRONG", "-o", str(tuned), succeeds=False)
+    assert (
+        "FAILED: helion_add_checked_as_sub" in said and "the config its search found: wrong numbers" in said
+    )
+    assert read_results(tuned).entries == ()
 
 
 def _edit_config(edit: Callable[[dict[str, Any]], Any]) -> Callable[[model.Entry], model.Entry]:

@@ -448,7 +448,9 @@ def _add_tuning_commands(sub: Any) -> None:
         cmd_tune,
     )
     p.add_argument(
-        "--corpus", default="builtin", help="builtin, package.module:NAME or path/to/file.py[:NAME]"
+        "--corpus",
+        default="builtin",
+        help="builtin, helion (the built-in Helion kernels), package.module:NAME or path/to/file.py[:NAME]",
     )
     p.add_argument(
         "--shapes", default="quick", help="the families' shape set: quick (CPU, CI) or full (GPU runners)"

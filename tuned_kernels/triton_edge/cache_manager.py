@@ -173,6 +173,20 @@ def recording_paused() -> Iterator[None]:
         _paused.pop()
 
 
+@contextlib.contextmanager
+def recording_compiles(recorder: Recorder) -> Iterator[None]:
+    """Within this block, each kernel Triton compiles outside benchmarking goes to `recorder` (the tuner's
+    own capture of a kernel that compiles through Triton on its own, as a Helion kernel does)."""
+    from triton import knobs
+
+    before = knobs.compilation.listener
+    knobs.compilation.listener = CompileListener(recorder, before)
+    try:
+        yield
+    finally:
+        knobs.compilation.listener = before
+
+
 class CompileListener:
     """Triton's `knobs.compilation.listener` while capturing: each kernel Triton compiles outside
     benchmarking goes to `recorder` with its host signature; the listener set before still hears every one.
