@@ -79,6 +79,17 @@ def test_a_missed_helion_kernel_is_searched_once_then_served_from_the_overlay(tm
     assert first.warnings == second.warnings == []
 
 
+def test_a_search_helion_forces_without_asking_its_cache_still_reaches_the_overlay(tmp_path: Path) -> None:
+    """HELION_FORCE_AUTOTUNE=1 searches without reading any cache (ours included); the winner Helion hands
+    its cache is kept all the same, so the next process is served."""
+    forced = run_program(tmp_path, HELION_FORCE_AUTOTUNE="1")
+    assert sorted(forced.report["searches"]) == ["add", "row_sum"] and forced.warnings == []
+
+    served = run_program(tmp_path)
+    assert served.report["searches"] == [] and served.report["stats"]["hits"] == 2
+    assert served.report["configs"] == forced.report["configs"]
+
+
 def test_a_captured_program_is_served_from_its_bundle_with_the_configs_helion_found(
     tmp_path: Path, captured: tuple[Path, Run]
 ) -> None:

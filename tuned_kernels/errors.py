@@ -2,8 +2,9 @@
 
 from __future__ import annotations
 
+import contextlib
 import warnings
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 
 
 class TunedKernelsError(Exception):
@@ -67,3 +68,15 @@ def _one_line_format(
     if issubclass(category, TunedKernelsWarning) or _previous_format is None:
         return f"{message}\n"
     return _previous_format(message, category, filename, lineno, line)
+
+
+@contextlib.contextmanager
+def owner_decides(warn: Callable[[str], None], what: str, owner: str, said: set[str]) -> Iterator[None]:
+    """Within this block, a failure of ours (a framework whose objects look otherwise) leaves the decision
+    to its `owner` (Inductor, Helion): one warning per `what`, kept in `said`."""
+    try:
+        yield
+    except Exception as exc:
+        if what not in said:
+            said.add(what)
+            warn(f"could not {what}: {one_line(f'{type(exc).__name__}: {exc}')}; {owner} decides")

@@ -29,8 +29,9 @@ def _row_inputs(case: Case, device: Any, gen: Any) -> Inputs:
 
 
 def _rms_norm_reference(i: Inputs) -> torch.Tensor:
-    x = i["x"].double()
-    return x * torch.rsqrt(x.pow(2).mean(-1, keepdim=True) + 1e-5) * i["w"].double()
+    x: torch.Tensor = i["x"].double()
+    w: torch.Tensor = i["w"].double()
+    return x * torch.rsqrt(x.pow(2).mean(-1, keepdim=True) + 1e-5) * w
 
 
 MATMUL_CASES = {

@@ -11,9 +11,9 @@ winner's, which Helion compiles once the search is done.
 
 from __future__ import annotations
 
-import contextlib
 import time
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Sequence
+from contextlib import AbstractContextManager
 from dataclasses import dataclass
 from typing import Any
 
@@ -22,7 +22,7 @@ from helion.autotuner.local_cache import LocalAutotuneCache
 
 from tuned_kernels import model, resolving
 from tuned_kernels.decision import Decision, Measured
-from tuned_kernels.errors import one_line
+from tuned_kernels.errors import one_line, owner_decides
 from tuned_kernels.helion_edge import keys
 from tuned_kernels.triton_edge.cache_manager import recording_paused
 
@@ -60,6 +60,13 @@ class TunedKernelsCache(AutotuneCacheBase):  # type: ignore[misc]  # Helion has 
     def put(self, config: Any) -> None:
         if self.local is not None:
             self.local.put(config)
+        if self.asked is None and self.resolver is not None and not _several_shapes(self.args):
+            # Helion searched without reading its cache (HELION_FORCE_AUTOTUNE, a search policy that reads
+            # none): the resolver is asked now, and its miss is this search
+            with _never_breaking_the_kernel(self.resolver, "keep a Helion kernel's config"):
+                identity, key = keys.identity_of(self.kernel.kernel), keys.key_of(self.kernel, self.args)
+                decision = self.resolver.decide(identity, key, lambda _: False, counted=False)
+                self.asked = _Asked(identity, key, decision)
         if self.asked is not None:
             self._record(config, measured=True)
 
@@ -139,15 +146,9 @@ def _several_shapes(args: Any) -> bool:
     return isinstance(args, _MultiShapeAutotuneArgs)
 
 
-@contextlib.contextmanager
-def _never_breaking_the_kernel(resolver: resolving.Resolver, what: str) -> Iterator[None]:
+def _never_breaking_the_kernel(resolver: resolving.Resolver, what: str) -> AbstractContextManager[None]:
     """Helion's own way stands where ours fails (a Helion whose objects look otherwise): one warning."""
-    try:
-        yield
-    except Exception as exc:
-        if what not in _failed:
-            _failed.add(what)
-            resolver.warn(f"could not {what}: {one_line(f'{type(exc).__name__}: {exc}')}; Helion decides")
+    return owner_decides(resolver.warn, what, "Helion", _failed)
 
 
 _failed: set[str] = set()  # what could not be done, said once per process

@@ -16,11 +16,11 @@ graph is the captured graph.
 
 from __future__ import annotations
 
-import contextlib
 import functools
 import weakref
 from collections import Counter
-from collections.abc import Callable, Generator, Iterator
+from collections.abc import Callable, Generator
+from contextlib import AbstractContextManager
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -28,7 +28,7 @@ from torch._inductor.lookup_table import LookupTableChoices
 
 from tuned_kernels import model, resolving
 from tuned_kernels.decision import Decision, Measured
-from tuned_kernels.errors import one_line
+from tuned_kernels.errors import owner_decides
 from tuned_kernels.inductor_edge import fusion
 from tuned_kernels.inductor_edge.keys import config_of, identity_of, key_of
 
@@ -143,15 +143,9 @@ def _serve(
     return None
 
 
-@contextlib.contextmanager
-def _never_breaking_the_compile(resolver: resolving.Resolver, what: str) -> Iterator[None]:
+def _never_breaking_the_compile(resolver: resolving.Resolver, what: str) -> AbstractContextManager[None]:
     """Inductor's own choice stands where ours fails (a torch whose objects look otherwise): one warning."""
-    try:
-        yield
-    except Exception as exc:
-        if what not in _state.failed:
-            _state.failed.add(what)
-            resolver.warn(f"could not {what}: {one_line(f'{type(exc).__name__}: {exc}')}; Inductor decides")
+    return owner_decides(resolver.warn, what, "Inductor", _state.failed)
 
 
 def remember_timings(
