@@ -9,62 +9,29 @@ table and then as one JSON line.
 
 from __future__ import annotations
 
-import functools
 import json
 import sys
-import threading
 import time
-from collections.abc import Callable
-from typing import Any
 
-EVENTS: list[tuple[str, str, float, float]] = []
+from tuned_kernels.triton_edge.counters import Event, traced, tracing_triton
 
-
-def traced(owner: Any, attribute: str, label: str) -> None:
-    """Records each call of `owner.attribute` under `label` (where this Triton has it)."""
-    original = owner.__dict__.get(attribute)
-    if original is None:
-        return
-    is_static = isinstance(original, staticmethod)
-    function: Callable[..., Any] = original.__func__ if is_static else original
-
-    @functools.wraps(function)
-    def wrapper(*args: Any, **kwargs: Any) -> Any:
-        started = time.perf_counter()
-        try:
-            return function(*args, **kwargs)
-        finally:
-            EVENTS.append((label, threading.current_thread().name, started, time.perf_counter()))
-
-    setattr(owner, attribute, staticmethod(wrapper) if is_static else wrapper)
+EVENTS: list[Event] = []
 
 
 def install() -> None:
-    import triton.compiler as compiler_package
-    import triton.testing
-    from triton.backends.nvidia import compiler as nvidia_compiler
-    from triton.backends.nvidia import driver as nvidia_driver
-    from triton.compiler import compiler
-    from triton.runtime import autotuner, build, jit
+    """Triton's steps (counters.tracing_triton) and tuned-kernels' own: the registry's load, decisions and
+    records, a miss's key and measuring."""
     from tuned_kernels.registry import runtime
 
     from tuned_kernels.triton_edge import autotuner as edge
     from tuned_kernels.triton_edge import measuring
 
-    traced(jit.JITFunction, "_do_compile", "jit._do_compile")
-    traced(compiler_package, "compile", "compile")
-    for stage in ("make_ttir", "make_ttgir", "make_llir", "make_ptx", "make_cubin"):
-        traced(nvidia_compiler.CUDABackend, stage, stage)
-    traced(compiler.CompiledKernel, "_init_handles", "_init_handles")
-    traced(nvidia_driver, "compile_module_from_src", "gcc module")
-    traced(triton.testing, "do_bench", "do_bench")
-    traced(autotuner.Autotuner, "_bench", "Autotuner._bench")
-    traced(build, "_build", "gcc build")
+    tracing_triton(EVENTS)
     for method in ("load", "decide", "record"):
-        traced(runtime.Registry, method, f"Registry.{method}")
+        traced(runtime.Registry, method, f"Registry.{method}", EVENTS)
     for function in ("kernel_identity", "tuning_key", "kernel_space", "_measured"):
-        traced(edge, function, function)
-    traced(measuring, "compile_all", "compile_all")
+        traced(edge, function, function, EVENTS)
+    traced(measuring, "compile_all", "compile_all", EVENTS)
 
 
 def summary(origin: float) -> dict[str, dict[str, float]]:
