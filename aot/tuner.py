@@ -264,9 +264,8 @@ class Tuner:
                 recording_compiles(keep) if keeps else contextlib.nullcontext(),
             ):
                 family.run(inputs)
-                out = family.run(
-                    check_inputs
-                )  # the same specialization: the config found, not searched again
+                # the same specialization: the config found launches, nothing is searched again
+                out = family.run(check_inputs)
         except Exception as exc:
             raise NoValidConfig(
                 f"{family.name} {item.case.id}: {type(exc).__name__}: {first_line(exc)}"
