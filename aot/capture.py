@@ -1,12 +1,13 @@
 """`tuned-kernels capture -o FILE -- CMD...`: runs a program unchanged and records every autotuning
 decision of its `@triton.autotune` kernels (kernel identity, key, config timings, winner) and of
-torch.compile's Inductor (GEMM choices; the tuned configs of the kernels it generates) into FILE.
+torch.compile's Inductor (GEMM choices; the tuned configs of the kernels it generates; the graphs it
+compiled, as its caches hold them) into FILE.
 
 The program's interpreter picks up tuned_kernels.pth, which sees TUNED_KERNELS_CAPTURE and enables a
 registry with the capture policy (`registry.settings`): every decision is measured and appended to FILE
 under a file lock, so programs that fork workers (pytest-xdist, torchrun) are captured whole. Inductor
-gets an empty cache directory of its own, so that it tunes everything; the tuned configs it leaves there
-are added to FILE when the program ends.
+gets an empty cache directory of its own, so that it tunes and compiles everything; the tuned configs and
+compiled graphs it leaves there are added to FILE when the program ends.
 """
 
 from __future__ import annotations
@@ -33,6 +34,7 @@ class CaptureReport:
     entries: int
     kernels: tuple[str, ...]
     written: bool = True  # whether `output` was (re)written
+    graphs: str = ""  # the compiled torch.compile graphs it holds, described ("" for none)
 
 
 def capture(output: str, command: Sequence[str]) -> CaptureReport:
@@ -53,7 +55,7 @@ def capture(output: str, command: Sequence[str]) -> CaptureReport:
     env = {**os.environ, "TUNED_KERNELS_CAPTURE": str(work), "TORCHINDUCTOR_CACHE_DIR": str(inductor_cache)}
     try:
         returncode = subprocess.call(list(command), env=env)
-        _add_inductor_configs(work, inductor_cache)
+        _add_inductor_state(work, inductor_cache)
         if not work.exists():
             if returncode != 0:
                 return CaptureReport(returncode, 0, (), written=False)
@@ -64,18 +66,41 @@ def capture(output: str, command: Sequence[str]) -> CaptureReport:
         work.unlink(missing_ok=True)
         lock.unlink(missing_ok=True)
         shutil.rmtree(inductor_cache, ignore_errors=True)
+    from tuned_kernels.inductor_edge.graphs import NAME
+    from tuned_kernels.results.report import describe_graphs, graph_files
+
+    decisions = [e for e in results.entries if e.kernel.name != NAME]
+    held = graph_files(results)
     return CaptureReport(
-        returncode, len(results.entries), tuple(sorted({e.kernel.name for e in results.entries}))
+        returncode,
+        len(decisions),
+        tuple(sorted({e.kernel.name for e in decisions})),
+        graphs=describe_graphs(held) if held else "",
     )
 
 
-def _add_inductor_configs(work: Path, inductor_cache: Path) -> None:
-    """The configs Inductor tuned for the kernels it generated, from its cache directory into `work`."""
-    from tuned_kernels.inductor_edge import autotune_cache
+def _add_inductor_state(work: Path, inductor_cache: Path) -> None:
+    """What Inductor left in its cache directory, into `work`: the configs it tuned for the kernels it
+    generated, and its compiled graphs (with their kernels)."""
+    from tuned_kernels.inductor_edge import autotune_cache, graphs
 
-    entries = autotune_cache.harvest(inductor_cache)
+    header = _header()
+    found, blobs = graphs.harvest(inductor_cache, _files_target(header.target))
+    entries = [*autotune_cache.harvest(inductor_cache), *found]
     if entries:
-        add_to_overlay(work, _header(), entries, {}, None)
+        add_to_overlay(work, header, entries, blobs, None)
+
+
+def _files_target(target: model.Target) -> str:
+    """What the graphs compiled here were built for, as their artifacts record it."""
+    from tuned_kernels.hardware.archs import triton_target_of
+
+    from tuned_kernels.inductor_edge.graphs import cpu_target
+
+    if target.arch == "cpu":
+        return cpu_target()
+    backend, arch, warp_size = triton_target_of(target.arch)
+    return f"{backend}:{arch}:{warp_size}"
 
 
 def _header() -> model.Header:

@@ -35,4 +35,11 @@ def exit_summary(summary: Mapping[str, Any]) -> list[str]:
         else "no compiled kernels in the selected bundles"
     )
     lines.append(f"bundles: {bundles}; {kernels}")
+    graphs = summary.get("graphs", {})
+    if graphs.get("files_placed") or graphs.get("files_present") or graphs.get("fxgraph_misses"):
+        lines.append(
+            f"torch.compile graphs: {graphs.get('fxgraph_hits', 0)} found in Inductor's cache, "
+            f"{graphs.get('fxgraph_misses', 0)} compiled here; bundle files placed there: "
+            f"{graphs['files_placed']} (and {graphs['files_present']} already there)"
+        )
     return [f"tuned-kernels: {line}" for line in lines]

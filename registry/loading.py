@@ -12,12 +12,14 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from tuned_kernels.registry.forking import in_every_forked_child
+from tuned_kernels.registry.graph_files import GraphFile, graph_files
 from tuned_kernels.registry.settings import Settings
 from tuned_kernels.registry.sinks import CaptureSink, OverlaySink, Sink
 from tuned_kernels.registry.sources import LoadedSources
 
 from tuned_kernels import model
 from tuned_kernels.errors import TunedKernelsError
+from tuned_kernels.inductor_edge import graphs
 from tuned_kernels.selection import BundleCandidate, Selection, select_bundles
 from tuned_kernels.timestamps import utc_now
 from tuned_kernels.triton_edge import cache_manager
@@ -61,6 +63,7 @@ class Loaded:
     selection: Selection = field(default_factory=lambda: Selection((), (), ()))
     sources: LoadedSources = field(default_factory=LoadedSources)
     store: cache_manager.ArtifactStore = field(default_factory=cache_manager.ArtifactStore)
+    graphs: list[GraphFile] = field(default_factory=list)  # compiled torch.compile graphs offered here
     overlay_path: Path | None = None
     sink: Sink | None = None  # None: nothing is written
 
@@ -96,6 +99,9 @@ def load(settings: Settings, opened: OpenedBundles, on_problem: Problem) -> Load
     header = loaded.header(model.Producer.CAPTURE)  # the schema's producers: tune, capture, merge
 
     store = _compiled_kernels(selection, views, target, compiler, on_problem, settings.compiled)
+    if settings.compiled and settings.capture is None:
+        selected = [(c.name, views[c.path]) for c in selection.selected]
+        loaded.graphs = graph_files(selected, target, compiler, on_problem)
     capture = None if settings.capture is None else CaptureSink(settings.capture, header, on_problem)
     recorder = capture.keep_compiled if capture is not None and not interpreting() else None
     if len(store) or recorder is not None:
@@ -140,7 +146,7 @@ def _compiled_kernels(
         view = views[candidate.path]
         if view.has_blobs and artifacts_fit(view.header, target, compiler):
             try:
-                store.add(view.results(), candidate.name)
+                store.add(view.results(), candidate.name, other_files=graphs.NAME)
             except TunedKernelsError as exc:  # one bad entry: this bundle's compiled kernels go unused
                 on_problem(f"not using the compiled kernels of {candidate.name}: {exc}")
     return store

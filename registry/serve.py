@@ -30,7 +30,7 @@ def enable(settings: Settings | None = None) -> Registry:
         if registry.settings.warmup and registry.settings.capture is None:
             registry.warmup = warmup.start(registry)
     autotuner.patch()
-    inductor_hooks.install_when_imported(_stored)
+    inductor_hooks.install_when_imported(_stored, _place_graphs)
     helion_hooks.install_when_imported()
     return registry
 
@@ -47,6 +47,15 @@ def _stored(identity: model.KernelIdentity) -> list[model.Entry]:
     """The bundles' entries for a kernel, from the registry installed when Inductor asks (none if none)."""
     registry = installed_registry()
     return registry.stored(identity) if registry is not None else []
+
+
+def _place_graphs() -> None:
+    """The bundles' compiled graphs into Inductor's cache directory, by the registry installed then."""
+    from tuned_kernels.inductor_edge.autotune_cache import inductor_cache_dir
+
+    registry = installed_registry()
+    if registry is not None:
+        registry.place_graphs(inductor_cache_dir())
 
 
 def is_enabled() -> bool:

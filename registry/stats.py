@@ -21,6 +21,9 @@ class Stats:
     misses_by_reason: dict[str, int] = field(default_factory=dict)  # decision.MissReason -> misses
     seconds_tuning: float = 0.0  # spent measuring misses
     stepped_aside: dict[str, str] = field(default_factory=dict)  # kernel -> why it was not asked about
+    graph_files_placed: int = 0  # compiled torch.compile graph files put into Inductor's cache directory
+    graph_files_present: int = 0  # ... found there already (left as they were)
+    graph_files_refused: int = 0  # ... not placed: they failed their checks
     _lock: threading.Lock = field(default_factory=threading.Lock, repr=False, compare=False)
 
     def count(

@@ -49,6 +49,7 @@ def summary(
             "failed": store.failed,
             "compiled_here": store.compiled_here if len(store) else None,
         },
+        "graphs": graph_summary(stats),
         "host_modules_built_ahead": dataclasses.asdict(built) if built else None,
         "missed_kernels": dict(stats.missed_kernels),
         "misses_by_reason": dict(stats.misses_by_reason),
@@ -59,14 +60,30 @@ def summary(
     }
 
 
+def graph_summary(stats: Stats) -> dict[str, int]:
+    """torch.compile's graphs in this process: the bundles' files placed in Inductor's cache directory, and
+    Inductor's own counts of graphs found in its caches and compiled."""
+    from tuned_kernels.inductor_edge.graphs import graph_counts
+
+    return {
+        "files_placed": stats.graph_files_placed,
+        "files_present": stats.graph_files_present,
+        "files_refused": stats.graph_files_refused,
+        **graph_counts(),
+    }
+
+
 def append_coverage(path: Path, stats: Stats) -> None:
     """Appends this process's hits and misses to `path` (one JSON line; `tuned-kernels coverage`)."""
     from filelock import FileLock
 
+    graphs = graph_summary(stats)
     line = {
         "hits": stats.hits + stats.nearest,
         "misses": stats.misses,
         "missed": [[name, list(key)] for name, key in stats.missed_keys],
+        "graph_hits": graphs.get("fxgraph_hits", 0),
+        "graph_misses": graphs.get("fxgraph_misses", 0),
     }
     with contextlib.suppress(OSError), FileLock(str(path) + ".lock", timeout=30), path.open("a") as f:
         f.write(json.dumps(line) + "\n")

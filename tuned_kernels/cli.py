@@ -170,11 +170,12 @@ def cmd_capture(args: argparse.Namespace) -> int:
         said = (
             f"the program exited with {report.returncode} and recorded nothing; {args.output} left as it was"
         )
-    elif report.entries == 0:
+    elif report.entries == 0 and not report.graphs:
         said = f"captured 0 tuning decisions (the program ran no autotuned kernel) -> {args.output}, empty"
     else:
         said = f"captured {report.entries} tuning decisions of {len(report.kernels)} kernels -> {args.output}"
-        said += f" ({', '.join(report.kernels)})"
+        said += f" ({', '.join(report.kernels)})" if report.kernels else ""
+        said += f"\ncaptured torch.compile's compiled graphs: {report.graphs}" if report.graphs else ""
     print(said, file=sys.stderr)
     if args.json:
         print(json.dumps({**dataclasses.asdict(report), "output": args.output}))
@@ -237,7 +238,10 @@ def cmd_coverage(args: argparse.Namespace) -> int:
     with tempfile.TemporaryDirectory(prefix="tuned-kernels-coverage-") as tmp:
         report = Path(tmp) / "report.jsonl"
         paths = [str(Path(args.results).resolve())]
+        # an empty Inductor cache: a graph found there then came from the results
+        inductor = str(Path(tmp) / "inductor")
         env = {**os.environ, "TUNED_KERNELS": "1", "TUNED_KERNELS_REPORT": str(report)}
+        env["TORCHINDUCTOR_CACHE_DIR"] = inductor
         env["TUNED_KERNELS_PATH"] = os.pathsep.join([*paths, os.environ.get("TUNED_KERNELS_PATH", "")]).strip(
             os.pathsep
         )
@@ -245,10 +249,14 @@ def cmd_coverage(args: argparse.Namespace) -> int:
         lines = [json.loads(x) for x in report.read_text().splitlines()] if report.exists() else []
     hits = sum(x["hits"] for x in lines)
     missed = sorted({(name, tuple(key)) for x in lines for name, key in x["missed"]}, key=repr)
+    graphs = {k: sum(x.get(f"graph_{k}", 0) for x in lines) for k in ("hits", "misses")}
     if args.json:
-        print(json.dumps({"hits": hits, "misses": len(missed), "missed": [[n, list(k)] for n, k in missed]}))
+        listed = [[n, list(k)] for n, k in missed]
+        print(json.dumps({"hits": hits, "misses": len(missed), "missed": listed, "graphs": graphs}))
     else:
         print(f"coverage: {hits} hits, {len(missed)} distinct keys missed in {len(lines)} processes")
+        if graphs["hits"] or graphs["misses"]:
+            print(f"  torch.compile graphs: {graphs['hits']} served, {graphs['misses']} compiled")
         for name, key in missed:
             print(f"  missed {name} {key}")
     return returncode

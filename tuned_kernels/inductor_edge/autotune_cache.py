@@ -11,12 +11,12 @@ writes, with values it could have chosen, are ever written back.
 from __future__ import annotations
 
 import json
-import os
 from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
 
 from tuned_kernels import model
+from tuned_kernels.inductor_edge.cache_files import place_new_file
 from tuned_kernels.inductor_edge.keys import PREFIX, torch_source_hash
 from tuned_kernels.whole_match import matches, whole
 
@@ -86,19 +86,8 @@ def install(entries: Iterable[model.Entry], cache_dir: Path) -> int:
         data = dict(entry.best.kwargs)
         if not isinstance(relative, str) or not matches(RELATIVE_PATH, relative) or not is_plausible(data):
             continue
-        path = cache_dir / relative
-        if path.exists():
-            continue
-        path.parent.mkdir(parents=True, exist_ok=True)
-        temporary = path.with_name(f".{path.name}.{os.getpid()}.tmp")
-        temporary.write_text(json.dumps(data))
-        try:
-            os.link(temporary, path)  # never replaces a file another process wrote meanwhile
+        if place_new_file(cache_dir / relative, json.dumps(data).encode()):
             written += 1
-        except FileExistsError:
-            pass
-        finally:
-            temporary.unlink(missing_ok=True)
     return written
 
 

@@ -2,7 +2,8 @@
 the choices class and the feedback saver are set up on Inductor's first use of them).
 
 A program that sets its own `inductor_choices_class` keeps it (one warning: GEMM choices are then not
-served). The bundles' tuned generated kernels go into Inductor's autotune cache (autotune_cache.py).
+served). The bundles' tuned generated kernels go into Inductor's autotune cache (autotune_cache.py), their
+compiled graphs into its FX-graph and AOTAutograd caches (graphs.py).
 """
 
 from __future__ import annotations
@@ -14,18 +15,20 @@ from tuned_kernels import model
 from tuned_kernels.errors import one_line, warn
 
 Stored = Callable[[model.KernelIdentity], Sequence[model.Entry]]  # the bundles' entries for a kernel
+PlaceGraphs = Callable[[], None]  # puts the bundles' compiled graphs into Inductor's cache directory
 
 _saver_added = [False]
 _watching = [False]
 
 
-def install_when_imported(stored: Stored) -> None:
-    """Installs the hooks once `torch._inductor.config` is imported (now, if it is)."""
+def install_when_imported(stored: Stored, place_graphs: PlaceGraphs = lambda: None) -> None:
+    """Installs the hooks once `torch._inductor.config` is imported (now, if it is): before Inductor compiles
+    a graph, so the bundles' compiled graphs are in its caches when it looks."""
     if not _watching[0]:
         _watching[0] = True
         from tuned_kernels.post_import import when_imported
 
-        when_imported("torch._inductor.config", lambda _: install(stored))
+        when_imported("torch._inductor.config", lambda _: install(stored, place_graphs))
 
 
 def tuned_choices() -> Any:
@@ -41,7 +44,7 @@ def tuned_choices() -> Any:
     return TunedChoices()
 
 
-def install(stored: Stored = lambda _: ()) -> None:
+def install(stored: Stored = lambda _: (), place_graphs: PlaceGraphs = lambda: None) -> None:
     from torch._inductor import config
 
     current = config.inductor_choices_class
@@ -53,6 +56,7 @@ def install(stored: Stored = lambda _: ()) -> None:
             " by the program: Inductor's GEMM choices are not served"
         )
     _fill_autotune_cache(stored)
+    place_graphs()
 
 
 def _fill_autotune_cache(stored: Stored) -> None:

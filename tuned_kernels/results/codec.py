@@ -18,7 +18,7 @@ _VENDORS = ("nvidia", "amd", "cpu")
 _IDENT = whole(r"[A-Za-z_][A-Za-z0-9_]*")
 _HEX64 = whole(r"[0-9a-f]{64}")
 _FILE_NAME = whole(r"[A-Za-z0-9_][A-Za-z0-9_.-]{0,199}")
-_GPU_TARGET = whole(r"(cuda|hip):[A-Za-z0-9_]+:\d+")
+_GPU_TARGET = whole(r"(cuda|hip|cpu):[A-Za-z0-9_]+:\d+")
 # a Triton argument type ("*fp16", "i32", "constexpr", "tensordesc<bf16[64, 64]>"): no quotes, parentheses,
 # braces or semicolons, so nothing a bundle says can reach generated launcher code as code
 _HOST_TYPE = whole(r"[A-Za-z0-9_*\[\], <>.#=-]{1,200}")

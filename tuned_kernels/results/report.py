@@ -7,6 +7,8 @@ from typing import Any
 from tuned_kernels import model
 from tuned_kernels.errors import BundleError
 from tuned_kernels.inductor_edge import keys as inductor_keys
+from tuned_kernels.inductor_edge.graphs import KIND
+from tuned_kernels.inductor_edge.graphs import NAME as GRAPH_KERNEL
 from tuned_kernels.naming import distribution_name
 
 
@@ -61,15 +63,37 @@ def results_summary(results: model.Results) -> dict[str, Any]:
             for e in results.entries
         ],
         "bytes_per_kernel": artifact_bytes_per_kernel(results),
+        "graph_files": {k: {"files": n, "bytes": b} for k, (n, b) in graph_files(results).items()},
         "blob_bytes": sum(len(b) for b in results.blobs.values()),
     }
 
 
+GRAPH_KINDS = {"fxgraph": "FX-graph entries", "aotautograd": "AOTAutograd entries", "cpp": "C++ objects"}
+
+
+def graph_files(results: model.Results) -> dict[str, tuple[int, int]]:
+    """The compiled torch.compile graphs a file holds: per kind of Inductor cache file, (files, bytes)."""
+    held: dict[str, tuple[int, int]] = {}
+    for e in results.entries:
+        if e.kernel.name == GRAPH_KERNEL:
+            kind = str(dict(e.best.kwargs).get(KIND, "?"))
+            files, size = held.get(kind, (0, 0))
+            held[kind] = (files + 1, size + sum(a.size_bytes for a in e.artifacts))
+    return held
+
+
+def describe_graphs(held: dict[str, tuple[int, int]]) -> str:
+    """`2 FX-graph entries, 1 AOTAutograd entries, 9 C++ objects; 944 KiB`."""
+    parts = [f"{held[k][0]} {GRAPH_KINDS.get(k, k)}" for k in sorted(held, key=list(GRAPH_KINDS).index)]
+    return f"{', '.join(parts)}; {sum(size for _, size in held.values()) // 1024} KiB"
+
+
 def artifact_bytes_per_kernel(results: model.Results) -> dict[str, int]:
-    """Compiled-kernel bytes each kernel adds to a bundle (a file shared by entries counted once)."""
+    """Compiled-kernel bytes each kernel adds to a bundle (a file shared by entries counted once; the
+    compiled graphs' files are counted by `graph_files`)."""
     seen: set[str] = set()
     sizes: dict[str, int] = {}
-    for e in results.entries:
+    for e in (e for e in results.entries if e.kernel.name != GRAPH_KERNEL):
         for f in (f for a in e.artifacts for f in a.files):
             if f.sha256 not in seen:
                 seen.add(f.sha256)
@@ -89,11 +113,14 @@ def results_table(results: model.Results) -> str:
     ]
     sizes = artifact_bytes_per_kernel(results)
     if sizes:
-        compiled = sum(len(e.artifacts) for e in results.entries)
+        compiled = sum(len(e.artifacts) for e in results.entries if e.kernel.name != GRAPH_KERNEL)
         lines[-1:-1] = [
             f"compiled  {compiled} kernels, {sum(sizes.values())} bytes: "
             + ", ".join(f"{k} {v}" for k, v in sorted(sizes.items()))
         ]
+    held = graph_files(results)
+    if held:
+        lines[-1:-1] = [f"graphs    torch.compile's compiled graphs: {describe_graphs(held)}"]
     rows = [("kernel", "key", "best config", "time ms", "found", "rejected", "compiled")]
     for e in results.entries:
         time_ms = "-" if e.best_time_ms == float("inf") else f"{e.best_time_ms:.4g}"
@@ -130,6 +157,8 @@ def _config_label(entry: model.Entry) -> str:
     just `aten::mm`: an ATen kernel has no launch parameters of ours); the fusions a GEMM took, as what
     was fused (`epilogue=True prologue=False`)."""
     name = entry.kernel.name
+    if name == GRAPH_KERNEL:
+        return GRAPH_KINDS.get(str(dict(entry.best.kwargs).get(KIND)), "?")
     if name.startswith(inductor_keys.PREFIX) and name.endswith(inductor_keys.FUSION):
         return " ".join(f"{k}={v}" for k, v in entry.best.kwargs)
     kwargs = dict(entry.best.kwargs)

@@ -37,6 +37,11 @@ class ResultsView:
     def has_blobs(self) -> bool:
         return len(self._msg.blobs) > 0
 
+    def blob(self, sha256: str) -> bytes | None:
+        """The bytes an artifact file names (unchecked), without decoding the rest of the file."""
+        data: bytes | None = self._msg.blobs.get(sha256)
+        return data
+
     def lookup(self, slot: model.EntrySlot) -> model.Entry | None:
         """The entry for `slot`, or None; a digest that lies is a ResultsFormatError."""
         i = self._position(model.slot_digest(slot))

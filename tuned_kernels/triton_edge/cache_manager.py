@@ -51,9 +51,13 @@ class ArtifactStore:
         self.compiled_here = 0  # kernels Triton compiled and stored through this manager
         self.on_problem: Callable[[str], None] = lambda _: None
 
-    def add(self, results: model.Results, source: str) -> int:
+    def add(self, results: model.Results, source: str, other_files: str = "") -> int:
+        """Holds the compiled kernels of `results` (not the files of the kernel named `other_files`: they
+        are no Triton kernels)."""
         added = 0
         for entry in results.entries:
+            if entry.kernel.name == other_files:
+                continue
             for artifact in entry.artifacts:
                 manager_key = triton_manager_key(artifact.cache_key)
                 if manager_key not in self._held:

@@ -1,0 +1,153 @@
+"""A torch.compile program's compiled graphs, as a warm machine holds them, so that a served program's first
+call finds each graph in Inductor's caches: no AOTAutograd tracing, no lowering, no code generation, no C++
+or Triton compile.
+
+Inductor keeps them in its cache directory, named by its own keys (hashes of the graph, its inputs, the
+config, torch's source and the device):
+- `fxgraph/<2>/<key>/<entry>`: the FX-graph cache, the generated code of one graph; on a GPU with the
+  Triton kernels it compiled bundled in;
+- `aotautograd/<key>/<entry>`: the AOTAutograd cache, a forward and backward naming their FX-graph entries;
+- `<2>/c<hash>[.main].so`: on the CPU, the C++ objects the generated code loads, named by their source and
+  compile command (which names torch's include folders: found again where torch is installed at the same
+  path and the CPU picks the same vector instructions; elsewhere Inductor compiles the C++ again).
+
+Capture harvests them from the private cache directory it gives the program; serving places a bundle's into
+Inductor's cache directory where no file is (never over one), each checked against its sha256 first: a graph
+is code Inductor loads. Each file is one entry of the kernel `inductor.graph` (its source: torch's version)
+at the key of its path, its bytes one artifact.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import platform
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from tuned_kernels import model
+from tuned_kernels.inductor_edge.cache_files import place_new_file
+from tuned_kernels.inductor_edge.keys import PREFIX, torch_source_hash
+from tuned_kernels.whole_match import matches, whole
+
+NAME = f"{PREFIX}graph"
+MAX_FILE_BYTES = 256 << 20
+_HASH = r"[a-z0-9]{20,64}"
+# Inductor's names for what a graph leaves in its cache directory, by the kind stored in the entry's config
+PATHS = {
+    "fxgraph": whole(rf"fxgraph/[a-z0-9]{{2}}/f{_HASH}/{_HASH}"),
+    "aotautograd": whole(rf"aotautograd/a{_HASH}/{_HASH}"),
+    "cpp": whole(rf"[a-z0-9]{{2}}/c{_HASH}(\.main)?\.so"),
+}
+KIND = "cache"  # the config kwarg naming the kind
+
+
+def identity() -> model.KernelIdentity:
+    return model.KernelIdentity(NAME, torch_source_hash())
+
+
+def kind_of(relative: str) -> str | None:
+    return next((kind for kind, pattern in PATHS.items() if matches(pattern, relative)), None)
+
+
+def harvest(cache_dir: Path, gpu_target: str) -> tuple[list[model.Entry], dict[str, bytes]]:
+    """An entry per graph file under an Inductor cache directory, and the files' bytes by sha256."""
+    entries, blobs = [], {}
+    candidates = [
+        *cache_dir.glob("fxgraph/*/*/*"),
+        *cache_dir.glob("aotautograd/*/*"),
+        *cache_dir.glob("*/*.so"),
+    ]
+    for path in sorted(candidates):
+        relative = path.relative_to(cache_dir).as_posix()
+        kind = kind_of(relative)
+        try:
+            if kind is None or not path.is_file() or path.stat().st_size > MAX_FILE_BYTES:
+                continue
+            data = path.read_bytes()
+        except OSError:
+            continue
+        sha = hashlib.sha256(data).hexdigest()
+        config = model.Config.of({KIND: kind})
+        files = (model.ArtifactFile(path.name, sha, len(data)),)
+        artifact = model.Artifact(sha, gpu_target, files, config)
+        entries.append(
+            model.Entry(
+                identity(), (relative,), config, found_by=model.FoundBy.CAPTURED, artifacts=(artifact,)
+            )
+        )
+        blobs[sha] = data
+    return entries, blobs
+
+
+def cpu_target() -> str:
+    """What a CPU's graph files were built for, as an artifact records it."""
+    machine = "".join(c for c in platform.machine() if c.isalnum() or c == "_") or "unknown"
+    return f"cpu:{machine}:0"
+
+
+@dataclass
+class Placed:
+    """What placing a bundle's graph files did."""
+
+    written: int = 0
+    present: int = 0  # already in the cache directory (left as they were)
+    refused: list[str] = field(default_factory=list)  # why a file was not placed, one per file
+
+    @property
+    def graphs(self) -> int:
+        return self.written + self.present
+
+
+def why_not_placed(entry: model.Entry, blobs: Mapping[str, bytes]) -> str | None:
+    """Why a stored entry's file must not reach Inductor's cache directory, or None."""
+    relative = entry.key[0] if len(entry.key) == 1 else None
+    if not isinstance(relative, str) or kind_of(relative) is None:
+        return f"key {str(entry.key)[:80]} is not a path Inductor's caches use"
+    if dict(entry.best.kwargs).get(KIND) != kind_of(relative) or len(entry.artifacts) != 1:
+        return f"{relative}: its config does not name its kind"
+    (artifact,) = entry.artifacts
+    if len(artifact.files) != 1 or artifact.files[0].name != relative.rsplit("/", 1)[-1]:
+        return f"{relative}: not one file of that name"
+    (stored,) = artifact.files
+    data = blobs.get(stored.sha256)
+    if data is None:
+        return f"{relative}: its bytes are missing"
+    if len(data) > MAX_FILE_BYTES or hashlib.sha256(data).hexdigest() != stored.sha256:
+        return f"{relative}: corrupt (sha256 differs)"
+    return None
+
+
+def install(stored: Iterable[tuple[model.Entry, Mapping[str, bytes]]], cache_dir: Path) -> Placed:
+    """Writes each stored graph file into `cache_dir` where none is, once checked; raises OSError for a
+    directory that cannot be written."""
+    placed = Placed()
+    for entry, blobs in stored:
+        why = why_not_placed(entry, blobs)
+        if why is not None:
+            placed.refused.append(why)
+            continue
+        data = blobs[entry.artifacts[0].files[0].sha256]
+        if place_new_file(cache_dir / str(entry.key[0]), data):
+            placed.written += 1
+        else:
+            placed.present += 1
+    return placed
+
+
+def graph_counts() -> dict[str, int]:
+    """Inductor's own counts of this process's graph look-ups (0 where Inductor was not used)."""
+    import sys
+
+    utils = sys.modules.get("torch._dynamo.utils")
+    counters = getattr(utils, "counters", None)
+    if counters is None:
+        return {}
+    inductor, aot = counters.get("inductor", {}), counters.get("aot_autograd", {})
+    return {
+        "fxgraph_hits": int(inductor.get("fxgraph_cache_hit", 0)),
+        "fxgraph_misses": int(inductor.get("fxgraph_cache_miss", 0)),
+        "fxgraph_bypassed": int(inductor.get("fxgraph_cache_bypass", 0)),
+        "autograd_hits": int(aot.get("autograd_cache_hit", 0)),
+        "autograd_misses": int(aot.get("autograd_cache_miss", 0)),
+    }
