@@ -34,6 +34,9 @@ Steps (each a fresh process where start-up is measured; ratios from one run):
            max-autotune with only the bundle `tuned-kernels capture` made (empty caches) / default mode, no
            caches; fresh processes, alternating; GEMM autotunings counted, steady-state ms per step; and the
            MLP with one more layer shape served from the same bundle (`--steps inductor`)
+  graphs   torch.compile's first call served from a bundle with its compiled graphs, vs default mode with
+           no caches and a warm machine, per model and mode (`--steps graphs`, `--graph-cases`;
+           benchmarks/inductor_warm.py)
 The full JSON goes to --json after every step; a short table is printed last.
 """
 
@@ -51,6 +54,8 @@ import tempfile
 import time
 from pathlib import Path
 from typing import Any
+
+import inductor_warm  # a step's own module: beside this script, on its path
 
 HERE = Path(__file__).resolve().parent
 WORKLOAD = str(HERE / "workload.py")
@@ -404,6 +409,8 @@ def table(r: dict[str, Any]) -> str:
             f"| {pid} | {what} | {measured} | {goal} | {'-' if met is None else 'yes' if met else 'NO'} |"
         )
 
+    inductor_warm.verdicts(r, row)
+
     if "ops_vs_cublas_device" in r.get("choices", {}):  # older files had decode keys only
         c = r["choices"]
         goals = {
@@ -685,6 +692,12 @@ def main() -> None:
         "--scaling-budget", type=float, default=120.0, help="seconds of tuning per row (scaling)"
     )
     parser.add_argument("--models", default="mlp,llama", help="torch.compile models (inductor)")
+    parser.add_argument(
+        "--graph-cases",
+        default="mlp:max-autotune-no-cudagraphs,mlp:default,llama:max-autotune-no-cudagraphs,llama:default,"
+        "decoder:max-autotune-no-cudagraphs,decoder:default,decoder:max-autotune-no-cudagraphs:train",
+        help="MODEL:MODE[:train],... (graphs)",
+    )
     parser.add_argument("--programs", default=",".join(PROGRAMS), help="real programs (programs)")
     parser.add_argument("--entries", type=int, default=100_000, help="entries of the synthetic bundle (load)")
     parser.add_argument(
@@ -704,8 +717,12 @@ def main() -> None:
     args = parser.parse_args()
     if args.table_from:
         merged: dict[str, Any] = {}
-        for path in args.table_from:
-            merged.update(json.loads(Path(path).read_text()))
+        for path in args.table_from:  # a step split over calls: its cases merged
+            for step, value in json.loads(Path(path).read_text()).items():
+                if isinstance(value, dict) and isinstance(merged.get(step), dict):
+                    merged[step] = {**merged[step], **value}
+                else:
+                    merged[step] = value
         print(table(merged))
         return
     work = Path(args.work) if args.work else Path(tempfile.mkdtemp(prefix="tk-bench-"))
@@ -726,6 +743,9 @@ def main() -> None:
             bench.programs(args.repeats, args.programs.split(","))
         elif step == "inductor":
             bench.inductor(args.repeats, args.models.split(","))
+        elif step == "graphs":
+            cases = [c.split(":") for c in args.graph_cases.split(",")]
+            inductor_warm.run(bench, args.repeats, [(c[0], c[1], c[2:] == ["train"]) for c in cases])
         elif step == "scaling":
             bench.scaling(args.scaling_budget)
         elif step == "dask":

@@ -5,8 +5,10 @@
 #   MISS_ARGS) and/or benchmarks/run.py's --steps.
 #   helion: benchmarks/helion_first_call.py, its HELION_MODES (default all) in HELION_WORK (kept in
 #   $OUT/helion-work.tgz, to carry to the next call: a search of every kernel may take most of one call).
+#   A failing test or step makes the script exit non-zero, after the other steps have run.
 set -uo pipefail
 export PYTHONUNBUFFERED=1
+failed=0
 python3 -m pip install -q --no-index --no-deps --no-cache-dir --upgrade --target /tmp/site .whl/*.whl || exit 1
 # as a pip install into site-packages would, put tuned_kernels.pth where Python reads it (TUNED_KERNELS=1
 # and capture need it; a --target folder on PYTHONPATH is not read for .pth files)
@@ -21,23 +23,27 @@ python3 -c "import torch, triton; print('torch', torch.__version__, 'triton', tr
 python3 -m tuned_kernels detect --json > "$OUT/detect.json"
 python3 -m tuned_kernels doctor | tee "$OUT/doctor.txt"
 if [[ ,$STEPS, == *,tests,* ]]; then
-  TUNED_KERNELS_GPU_TESTS=1 python3 -m pytest -q -p no:cacheprovider --import-mode=importlib "$REPO/tests/test_gpu.py" 2>&1 | tail -25
+  # the whole log comes back in $OUT; what is printed is its end (GPU_TESTS_K: pytest's -k, to run some)
+  TUNED_KERNELS_GPU_TESTS=1 python3 -m pytest -q -p no:cacheprovider --import-mode=importlib \
+    "$REPO/tests/test_gpu.py" -k "${GPU_TESTS_K:-}" > "$OUT/gpu-tests.log" 2>&1 || { echo "GPU TESTS FAILED"; failed=1; }
+  tail -25 "$OUT/gpu-tests.log"
 fi
 if [[ ,$STEPS, == *,helion,* ]]; then
   # Helion's benchmark workers are spawned processes, which died on these machines ("worker pipe closed
   # before sending result"): Helion times its candidates in its own process here
   HELION_WORK=${HELION_WORK:-/tmp/helion-work}; mkdir -p "$HELION_WORK"
   HELION_AUTOTUNE_BENCHMARK_SUBPROCESS=0 python3 "$REPO/benchmarks/helion_first_call.py" --work "$HELION_WORK" \
-    --modes "${HELION_MODES:-helion,capture,bundle,helion-warm}" --json "$OUT/helion.json" 2>&1 | tail -30
+    --modes "${HELION_MODES:-helion,capture,bundle,helion-warm}" --json "$OUT/helion.json" 2>&1 | tail -30 || failed=1
   # one file: a call brings back a few files only
   tar czf "$OUT/helion-work.tgz" -C "$HELION_WORK" $(cd "$HELION_WORK" && ls -d helion-cache helion-results.json helion.pb.zst 2>/dev/null)
   STEPS=${STEPS/helion/}; STEPS=${STEPS//,,/,}; STEPS=${STEPS#,}; STEPS=${STEPS%,}
 fi
 if [[ ,$STEPS, == *,miss,* ]]; then
-  python3 "$REPO/benchmarks/miss.py" ${MISS_ARGS:-} --json "$OUT/miss.json" 2>&1 | tail -10
+  python3 "$REPO/benchmarks/miss.py" ${MISS_ARGS:-} --json "$OUT/miss.json" 2>&1 | tail -10 || failed=1
   STEPS=${STEPS/miss/}; STEPS=${STEPS//,,/,}; STEPS=${STEPS#,}; STEPS=${STEPS%,}
 fi
 BENCH=${STEPS#tests}; BENCH=${BENCH#,}
 if [[ -n $BENCH ]]; then
-  python3 "$REPO/benchmarks/run.py" --steps "$BENCH" ${BENCH_ARGS:-} --json "$OUT/benchmarks.json" 2>&1 | tail -30
+  python3 "$REPO/benchmarks/run.py" --steps "$BENCH" ${BENCH_ARGS:-} --json "$OUT/benchmarks.json" 2>&1 | tail -30 || failed=1
 fi
+exit $failed

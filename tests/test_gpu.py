@@ -8,6 +8,7 @@ import os
 import subprocess
 import sys
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -428,11 +429,11 @@ def test_torch_compile_max_autotune_served_from_a_capture_benchmarks_no_gemm(tmp
     assert captured["gemm_autotunings"] == len(gemm_keys) >= 2, (captured, names)
     assert "inductor.best_config" in names  # the tuned configs of the norm and the GELU kernels
     served = {}
-    for model in ("small", "small+new"):
+    for model in ("small", "small+new"):  # choices only: the capture's compiled graph would answer "small"
+        serve = env(model, TUNED_KERNELS="1", TUNED_KERNELS_PATH=str(bundle), TUNED_KERNELS_COMPILED="0")
         out = subprocess.run(
-            [*app, model, "max-autotune"], env=env(model, TUNED_KERNELS="1", TUNED_KERNELS_PATH=str(bundle)),
-            capture_output=True, text=True, timeout=600
-        )  # fmt: skip
+            [*app, model, "max-autotune"], env=serve, capture_output=True, text=True, timeout=600
+        )
         assert out.returncode == 0, out.stderr[-3000:]  # the output matched eager PyTorch
         served[model] = json.loads(out.stdout.splitlines()[-1])["gemm_autotunings"]
     assert served == {"small": 0, "small+new": 1}, served
@@ -458,10 +459,40 @@ def test_torch_compile_served_from_a_capture_generates_the_captured_kernels(tmp_
 
     bundle = tmp_path / "llama.pb.zst"
     captured = run("capture", sys.executable, "-m", "tuned_kernels", "capture", "-o", str(bundle), "--")
-    served = run("served", TUNED_KERNELS="1", TUNED_KERNELS_PATH=str(bundle))
+    # choices only: with its compiled graphs, the served process would generate no code
+    served = run("served", TUNED_KERNELS="1", TUNED_KERNELS_PATH=str(bundle), TUNED_KERNELS_COMPILED="0")
     assert any(k.startswith("triton_tem_") for k in captured["triton"]), captured  # templates were chosen
     assert served["extern"] == captured["extern"]
     assert served["triton"] == captured["triton"]
+
+
+def test_a_training_step_served_from_a_capture_compiles_no_graph(tmp_path: Path) -> None:
+    """torch.compile, forward and backward: a capture keeps the compiled graphs; a fresh process in another
+    folder with only that file and empty Inductor and Triton caches finds every graph in Inductor's caches
+    (no FX-graph or AOTAutograd miss), times no GEMM choice, and matches eager PyTorch. (max-autotune's
+    graphs: benchmarks/inductor_warm.py.)"""
+    app = [sys.executable, str(ROOT / "tests/corpora/inductor_model.py"), "llama-small", "default", "train"]
+
+    def run(name: str, *command: str, **extra: str) -> dict[str, Any]:
+        (tmp_path / name).mkdir()
+        env = {**os.environ, "TORCHINDUCTOR_CACHE_DIR": str(tmp_path / f"inductor-{name}"),
+               "TRITON_CACHE_DIR": str(tmp_path / f"triton-{name}"), "HOME": str(tmp_path / name), **extra}  # fmt: skip
+        done = subprocess.run(
+            [*command, *app], env=env, capture_output=True, text=True, timeout=600, cwd=tmp_path / name
+        )
+        assert done.returncode == 0, done.stderr[-3000:]  # the output and a gradient matched eager PyTorch
+        return json.loads(done.stdout.splitlines()[-1])  # type: ignore[no-any-return]
+
+    bundle = tmp_path / "train.pb.zst"
+    captured = run("capture", sys.executable, "-m", "tuned_kernels", "capture", "-o", str(bundle), "--")
+    assert captured["fxgraph_misses"] >= 2  # a forward and a backward
+    served = run("served", TUNED_KERNELS="1", TUNED_KERNELS_PATH=str(bundle))
+    assert (served["fxgraph_misses"], served["autograd_misses"], served["gemm_choices_benchmarked"]) == (
+        0,
+        0,
+        0,
+    )
+    assert served["fxgraph_hits"] == captured["fxgraph_misses"] and served["autograd_hits"] >= 1
 
 
 def test_the_builtin_gemm_corpus_captured_serves_max_autotune_linear_layers(tmp_path: Path) -> None:

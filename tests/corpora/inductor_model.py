@@ -1,12 +1,16 @@
-"""A torch.compile program for the GPU: `python inductor_model.py MODEL MODE`, MODEL one of MODELS, MODE
-`max-autotune` or `default`. Runs the model once (the first call: compiling and Inductor's autotuning) and
-then for a steady state, checks the output against eager PyTorch, and prints one JSON line: first-call
-seconds, the GEMM autotunings Inductor ran (counted by its own feedback savers) and ms per step.
+"""A torch.compile program for the GPU: `python inductor_model.py MODEL MODE [train]`, MODEL one of those
+`model` makes, MODE a torch.compile mode (`max-autotune-no-cudagraphs`, `default`, ...); `train`: each step
+is a forward and a backward. Runs the model once (the first call: compiling and Inductor's autotuning) and
+then for a steady state, checks the output (and, training, a gradient) against eager PyTorch, and prints one
+JSON line: first-call seconds, the GEMM autotunings Inductor ran (counted by its own feedback savers), ms per
+step, Inductor's counts of graphs found in its caches and compiled, and a digest of the output (the same
+kernels on the same inputs give the same bits).
 With INDUCTOR_MODEL_CODE=path, it also writes there the kernels of the code Inductor generated, in order:
 its Triton kernels by name and the extern kernels (ATen's GEMMs) it calls."""
 
 from __future__ import annotations
 
+import hashlib
 import json
 import os
 import re
@@ -56,6 +60,8 @@ def model(name: str) -> tuple[nn.Module, int]:
         return nn.Sequential(MLPBlock(4096, 11008), MLPBlock(4096, 11008), nn.Linear(4096, 2048)), 4096
     if name == "llama":
         return nn.Sequential(*(DecoderBlock(4096, 11008, 32) for _ in range(4))), 4096
+    if name == "decoder":  # two blocks, attention and SwiGLU (bf16)
+        return nn.Sequential(*(DecoderBlock(2048, 5632, 16) for _ in range(2))), 2048
     if name == "llama-small":  # for tests: GEMMs sharing keys (q, k, v; gate, up), in two blocks
         return nn.Sequential(*(DecoderBlock(1024, 2816, 8) for _ in range(2))), 1024
     if name == "small":  # for tests: quick to autotune
@@ -82,37 +88,78 @@ def first_call(compiled: nn.Module, x: torch.Tensor) -> torch.Tensor:
     return out  # type: ignore[no-any-return]
 
 
+DTYPES = {"decoder": torch.bfloat16}  # the others: fp16
+
+
+def step(compiled: nn.Module, x: torch.Tensor, train: bool) -> torch.Tensor:
+    out: torch.Tensor = compiled(x)
+    if train:
+        out.float().pow(2).mean().backward()
+    return out
+
+
+def graph_counts() -> dict[str, int]:
+    from torch._dynamo.utils import counters
+
+    return {
+        "fxgraph_hits": counters["inductor"]["fxgraph_cache_hit"],
+        "fxgraph_misses": counters["inductor"]["fxgraph_cache_miss"],
+        "autograd_hits": counters["aot_autograd"]["autograd_cache_hit"],
+        "autograd_misses": counters["aot_autograd"]["autograd_cache_miss"],
+    }
+
+
 def main() -> None:
     name, mode = sys.argv[1], sys.argv[2]
+    train = sys.argv[3:] == ["train"]
     from torch._inductor import select_algorithm
 
     autotunings: list[tuple[str, int]] = []
     select_algorithm.add_feedback_saver(lambda timings, op, *_: autotunings.append((op, len(timings))))
     torch.manual_seed(0)
+    dtype = DTYPES.get(name, torch.float16)
     with torch.device("cuda"):  # initialised where it runs: seconds less than on the CPU
         net, width = model(name)
-    net = net.to(torch.float16).eval()
-    x = torch.randn(TOKENS, width, device="cuda", dtype=torch.float16)
+    net = net.to(dtype).train(train)
+    x = torch.randn(TOKENS, width, device="cuda", dtype=dtype)
     compiled = torch.compile(net, mode=mode)
-    with torch.no_grad():
+    profile_path = os.environ.get("INDUCTOR_MODEL_PSTATS")  # diagnostics: where the first call's time goes
+    if profile_path:
+        import cProfile
+
+        profiler = cProfile.Profile()
+        profiler.enable()
+    with torch.set_grad_enabled(train):
         t0 = time.perf_counter()
-        out = first_call(compiled, x)
+        out = first_call(compiled, x) if not train else step(compiled, x, train)
         torch.cuda.synchronize()
         first = time.perf_counter() - t0
-        expected = net(x)
+        if profile_path:
+            profiler.disable()
+            profiler.dump_stats(profile_path)
+        digest = hashlib.sha256(out.detach().float().cpu().numpy().tobytes()).hexdigest()[:16]
+        if train:
+            weight = next(net.parameters())
+            grad, weight.grad = weight.grad, None
+            for p in net.parameters():
+                p.grad = None
+            expected = step(net, x, train)
+            torch.testing.assert_close(grad, weight.grad, atol=5e-2, rtol=5e-2)
+        else:
+            expected = net(x)
         torch.testing.assert_close(out, expected, atol=5e-2, rtol=5e-2)
         for _ in range(10):
-            compiled(x)
+            step(compiled, x, train)
         start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
         start.record()
         for _ in range(50):
-            compiled(x)
+            step(compiled, x, train)
         end.record()
         torch.cuda.synchronize()
         if os.environ.get("INDUCTOR_MODEL_PROFILE"):  # diagnostics: the kernels of three steps, by GPU time
             with torch.profiler.profile(activities=[torch.profiler.ProfilerActivity.CUDA]) as profile:
                 for _ in range(3):
-                    compiled(x)
+                    step(compiled, x, train)
                 torch.cuda.synchronize()
             table = profile.key_averages().table(
                 sort_by="cuda_time_total", row_limit=40, max_name_column_width=90
@@ -124,10 +171,13 @@ def main() -> None:
             {
                 "model": name,
                 "mode": mode,
+                "train": train,
                 "first_call_s": round(first, 3),
                 "gemm_autotunings": len(autotunings),
                 "gemm_choices_benchmarked": sum(n for _, n in autotunings),
                 "step_ms": round(start.elapsed_time(end) / 50, 4),
+                "output_digest": digest,
+                **graph_counts(),
             }
         )
     )

@@ -95,3 +95,37 @@ def inductor_cache_dir() -> Path:
     from torch._inductor.runtime.cache_dir_utils import cache_dir
 
     return Path(cache_dir())
+
+
+def relocate_stale_paths() -> None:
+    """A kernel compiled on another machine looks for its tuned config where that machine kept it.
+
+    An FX-graph entry brings its kernels' autotuners along pickled (Inductor's statically launched
+    kernels), and each holds the absolute path of its `.best_config` file: the capturing process's cache
+    directory. Served elsewhere, that path does not exist, so Inductor would tune the kernel again at the
+    first call (coordinate descent, compiling each config it tries) and write the result under the old
+    path. Here a look-up whose path does not exist and lies outside this process's cache directory reads,
+    and writes, the same file name in this cache directory instead, where a bundle put it."""
+    from torch._inductor.runtime.autotune_cache import AutotuneCache
+
+    read_best = AutotuneCache.read_best
+    if getattr(read_best, "relocating", False):
+        return
+
+    def relocating_read_best(self: Any, inductor_meta: Any, configs: Any) -> Any:
+        local = getattr(self, "local_cache", None)
+        if isinstance(local, tuple) and len(local) == 2 and isinstance(local[1], str):
+            self.local_cache = (local[0], relocated(local[1], inductor_cache_dir()))
+        return read_best(self, inductor_meta, configs)
+
+    relocating_read_best.relocating = True  # type: ignore[attr-defined]
+    AutotuneCache.read_best = relocating_read_best  # type: ignore[method-assign]
+
+
+def relocated(path: str, cache_dir: Path) -> str:
+    """`path`, or the same `<2>/<name>.best_config` in `cache_dir` where `path` is another directory's and
+    missing."""
+    stale = Path(path)
+    if stale.exists() or stale.is_relative_to(cache_dir) or len(stale.parts) < 2:
+        return path
+    return str(cache_dir / stale.parent.name / stale.name)

@@ -57,6 +57,7 @@ def install(stored: Stored = lambda _: (), place_graphs: PlaceGraphs = lambda: N
         )
     _fill_autotune_cache(stored)
     place_graphs()
+    _relocate_autotune_paths()
 
 
 def _fill_autotune_cache(stored: Stored) -> None:
@@ -68,6 +69,18 @@ def _fill_autotune_cache(stored: Stored) -> None:
             autotune_cache.install(entries, autotune_cache.inductor_cache_dir())
         except OSError as exc:  # a read-only or full cache directory: Inductor tunes as usual
             warn(f"cannot write Inductor's autotune cache: {one_line(str(exc))}; Inductor tunes as usual")
+
+
+def _relocate_autotune_paths() -> None:
+    from tuned_kernels.inductor_edge import autotune_cache
+
+    try:
+        autotune_cache.relocate_stale_paths()
+    except (
+        ImportError,
+        AttributeError,
+    ) as exc:  # an Inductor laid out otherwise: it tunes such kernels again
+        warn(f"cannot relocate Inductor's autotune cache look-ups: {one_line(str(exc))}")
 
 
 def uninstall() -> None:

@@ -21,7 +21,7 @@ from google.protobuf import message, text_format
 
 from tuned_kernels import model
 from tuned_kernels.errors import ResultsFormatError
-from tuned_kernels.results import codec
+from tuned_kernels.results import codec, parse_cost
 from tuned_kernels.results import results_pb2 as pb
 from tuned_kernels.results.formats import format_for
 from tuned_kernels.results.view import ResultsView
@@ -35,7 +35,7 @@ MAX_TEXT_BYTES = 8 << 20  # text is parsed in Python (~1 s per few MB): hand-edi
 # are kept as raw bytes), every text-format message or string with one of these characters. upb spends
 # 60-75 bytes on an empty sub-message that takes 2 bytes on the wire.
 PARSE_BYTES_PER_ELEMENT = 64
-_BINARY_ELEMENT_TAGS = bytes((number << 3) | 2 for number in range(1, 10))
+_BINARY_ELEMENT_TAGS = parse_cost.ELEMENT_TAGS
 _TEXT_ELEMENT_CHARS = b"{<\"'"
 _NOT = {
     kept: bytes(b for b in range(256) if b not in kept)
@@ -92,6 +92,8 @@ def _check_parse_cost(raw: bytes, path: str, budget: int, element_bytes: bytes) 
     if len(raw) // 2 * PARSE_BYTES_PER_ELEMENT <= budget:  # every element takes at least two bytes
         return
     elements = len(raw.translate(None, _NOT[element_bytes]))  # what is left: the bytes that can start one
+    if elements * PARSE_BYTES_PER_ELEMENT > budget and element_bytes is _BINARY_ELEMENT_TAGS:
+        elements = parse_cost.binary_elements(raw)  # blobs' contents counted as the one value each is
     if elements * PARSE_BYTES_PER_ELEMENT > budget:
         raise ResultsFormatError(
             path, f"up to {elements} elements in {len(raw)} bytes: more than this file's size allows"

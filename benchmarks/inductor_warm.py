@@ -1,0 +1,114 @@
+"""The `graphs` step of benchmarks/run.py: a torch.compile program's first call served from a bundle that
+holds its compiled graphs, against default mode with no caches and against a machine whose every cache is
+warm (Inductor's, Triton's), on the GPU.
+
+For each model and mode (and a training step): `tuned-kernels capture` in that mode (empty caches); one run
+served from its file, whose caches then stand for a machine where every cache is warm; then, alternating,
+REPEATS fresh processes of each row: the warm caches (tuned-kernels on, no bundle), the bundle only (fresh
+empty caches) and, once per model, default mode with no caches and no tuned-kernels. Each run is
+tests/corpora/inductor_model.py, which checks its output (and, training, a gradient) against eager PyTorch
+and reports its first call, Inductor's graph cache hits and misses, GEMM choices timed and ms per step.
+"""
+
+from __future__ import annotations
+
+import json
+import statistics
+import sys
+import tempfile
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any, Protocol
+
+HERE = Path(__file__).resolve().parent
+APP = str(HERE.parent / "tests/corpora/inductor_model.py")
+# the goals: first call at most these times default mode with no caches / a warm machine; step time
+# within 3 % of the warm machine's; no graph compiled, no GEMM choice timed
+FIRST_VS_DEFAULT, FIRST_VS_WARM, STEP_VS_WARM = 0.3, 1.2, 1.03
+
+
+class Bench(Protocol):
+    work: Path
+    report: dict[str, Any]
+
+    def env(self, triton_cache: str | None = None, **extra: str) -> dict[str, str]: ...
+
+    def run(self, argv: list[str], env: dict[str, str]) -> tuple[float, str]: ...
+
+    def tool(self, args: list[str], env: dict[str, str]) -> tuple[float, str]: ...
+
+    def save(self) -> None: ...
+
+
+def case_name(model: str, mode: str, train: bool) -> str:
+    return f"{model} {mode}{' train' if train else ''}"
+
+
+def run(bench: Bench, repeats: int, cases: list[tuple[str, str, bool]]) -> None:
+    """Measures each (model, mode, train) case into bench.report["graphs"], and once per model (and
+    training or not) default mode with no caches into bench.report["graphs_default"]."""
+
+    def fresh(**extra: str) -> dict[str, str]:
+        return bench.env(
+            TORCHINDUCTOR_CACHE_DIR=tempfile.mkdtemp(prefix="inductor-", dir=bench.work), **extra
+        )
+
+    def model_run(argv: list[str], env: dict[str, str], tool: bool = False) -> dict[str, Any]:
+        command = ["capture", "-o", env["BUNDLE"], "--", sys.executable, APP, *argv] if tool else [APP, *argv]
+        wall, out = (bench.tool if tool else lambda a, e: bench.run([sys.executable, *a], e))(command, env)
+        return {**json.loads(out.splitlines()[-1]), "wall_s": round(wall, 3)}
+
+    out: dict[str, Any] = bench.report.setdefault("graphs", {})
+    defaults: dict[str, Any] = bench.report.setdefault("graphs_default", {})
+    for model, mode, train in cases:
+        tail = ["train"] if train else []
+        argv = [model, mode, *tail]
+        bundle = str(bench.work / f"graphs-{model}-{mode}{'-train' if train else ''}.pb.zst")
+        rows: dict[str, Any] = {"capture": model_run(argv, fresh(BUNDLE=bundle), tool=True)}
+        rows["bundle_bytes"] = Path(bundle).stat().st_size
+        # a machine whose every cache is warm: Inductor's and Triton's caches as a first served run left
+        # them, then tuned-kernels on with no bundle (the compiled graphs' keys include its choices hook)
+        warm = fresh()
+        model_run(argv, {**warm, "TUNED_KERNELS": "1", "TUNED_KERNELS_PATH": bundle})
+        baseline = case_name(model, "default", train)
+        for _ in range(repeats):  # alternating, so drifts of the machine fall on all rows alike
+            served = fresh(TUNED_KERNELS="1", TUNED_KERNELS_PATH=bundle)
+            rows.setdefault("warm_caches", []).append(model_run(argv, {**warm, "TUNED_KERNELS": "1"}))
+            rows.setdefault("bundle_only", []).append(model_run(argv, served))
+            if len(defaults.get(baseline, [])) < repeats:  # the baseline once per model
+                defaults.setdefault(baseline, []).append(model_run([model, "default", *tail], fresh()))
+        out[case_name(model, mode, train)] = rows
+        bench.save()
+
+
+def verdicts(report: dict[str, Any], row: Callable[[str, str, str, str, bool | None], None]) -> None:
+    """One row of BENCHMARKS.md's table per case, with the goals above."""
+    for name, m in report.get("graphs", {}).items():
+        model, _, rest = name.partition(" ")
+        baseline = report.get("graphs_default", {}).get(case_name(model, "default", rest.endswith("train")))
+        if not baseline:
+            continue
+
+        def median(rows: list[dict[str, Any]], field: str) -> float:
+            return float(statistics.median(x[field] for x in rows))
+
+        bundle, warm = median(m["bundle_only"], "first_call_s"), median(m["warm_caches"], "first_call_s")
+        default = median(baseline, "first_call_s")
+        step, warm_step = median(m["bundle_only"], "step_ms"), median(m["warm_caches"], "step_ms")
+        compiled = max(x["fxgraph_misses"] + x["autograd_misses"] for x in m["bundle_only"])
+        timed = max(x["gemm_choices_benchmarked"] for x in m["bundle_only"])
+        row(
+            "graphs",
+            f"torch.compile {name}: first call, bundle only (median of {len(m['bundle_only'])} fresh processes, "
+            "empty caches) vs default mode with no caches / every cache warm",
+            f"{bundle:.2f} s vs {default:.2f} s / {warm:.2f} s = **{bundle / default:.2f}x** / "
+            f"**{bundle / warm:.2f}x**; its capture (no caches) {m['capture']['first_call_s']:.1f} s; graphs "
+            f"compiled {compiled}, GEMM choices timed {timed}; step {step:.3f} vs {warm_step:.3f} ms warm; "
+            f"bundle {m['bundle_bytes'] // 1024} KiB",
+            f"≤ {FIRST_VS_DEFAULT}x default, ≤ {FIRST_VS_WARM}x warm, 0 compiled, 0 timed, step within 3 %",
+            bundle <= FIRST_VS_DEFAULT * default
+            and bundle <= FIRST_VS_WARM * warm
+            and compiled == 0
+            and timed == 0
+            and step <= STEP_VS_WARM * warm_step,
+        )
