@@ -27,7 +27,7 @@ from tests import factories
 from tuned_kernels import model, resolving
 from tuned_kernels.decision import Measured
 from tuned_kernels.errors import TunedKernelsWarning
-from tuned_kernels.inductor_edge import autotune_cache, choices, hooks, keys
+from tuned_kernels.inductor_edge import autotune_cache, choices, graphs, hooks, keys
 from tuned_kernels.results import read_results, write_results
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -36,42 +36,52 @@ APP = [sys.executable, str(ROOT / "tests/corpora/inductor_app.py")]
 MM_KEY = ("((torch.float32, [64, 256], [256, 1]), (torch.float32, [256, 128], [128, 1]))",)
 
 
-def _run(tmp_path: Path, *command: str) -> subprocess.CompletedProcess[str]:
+def _run(tmp_path: Path, *command: str, **extra: str) -> subprocess.CompletedProcess[str]:
     """A fresh process with empty Inductor caches (each its own) and the test's overlay directory."""
     inductor_cache = tmp_path / f"inductor-{len(list(tmp_path.glob('inductor-*')))}"
     env = {
         **os.environ,
         "TORCHINDUCTOR_CACHE_DIR": str(inductor_cache),
         "TUNED_KERNELS_CACHE_DIR": str(tmp_path / "overlay"),
+        **extra,
     }
     done = subprocess.run([*TK, *command], env=env, capture_output=True, text=True, timeout=300)
     assert done.returncode == 0, done.stderr[-3000:]  # the program checked its output against eager
     return done
 
 
-def _coverage(tmp_path: Path, bundle: Path) -> dict[str, object]:
-    done = _run(tmp_path, "coverage", "--json", str(bundle), "--", *APP)
+def _coverage(tmp_path: Path, bundle: Path, **extra: str) -> dict[str, object]:
+    done = _run(tmp_path, "coverage", "--json", str(bundle), "--", *APP, **extra)
     return json.loads(done.stdout.splitlines()[-1])  # type: ignore[no-any-return]
 
 
 def test_inductor_gemm_choice_is_captured_then_served_from_the_bundle(tmp_path: Path) -> None:
+    """The choice is served where the graph is not (TUNED_KERNELS_COMPILED=0 here); with the graph the
+    bundle holds too, Inductor compiles nothing and asks for no choice (tests/test_graphs.py)."""
     bundle = tmp_path / "inductor.textproto"
     _run(tmp_path, "capture", "-o", str(bundle), "--", *APP)
-    key, gemm = read_results(bundle).entries  # the key's winner, and the graph's one GEMM's final choice
+    decisions = [e for e in read_results(bundle).entries if e.kernel.name != graphs.NAME]
+    key, gemm = decisions  # the key's winner, and the graph's one GEMM's final choice
     assert [(e.kernel.name, e.key) for e in (key, gemm)] == [
         ("inductor.mm", MM_KEY),
         ("inductor.mm", choices.at_occurrence(MM_KEY, 0)),
     ]
     assert {dict(e.best.kwargs)[keys.TEMPLATE] for e in (key, gemm)} == {"aten::mm"}  # the slow mm lost
     assert key.kernel.source_hash == keys.torch_source_hash()
-    assert _coverage(tmp_path, bundle) == {"hits": 1, "misses": 0, "missed": []}
+    graph_served = {"hits": 0, "misses": 0, "missed": [], "graphs": {"hits": 1, "misses": 0}}
+    assert _coverage(tmp_path, bundle) == graph_served
+    choice_served = {"hits": 1, "misses": 0, "missed": [], "graphs": {"hits": 0, "misses": 1}}
+    assert _coverage(tmp_path, bundle, TUNED_KERNELS_COMPILED="0") == choice_served
 
 
 def test_inductor_gemm_choice_missing_from_bundles_is_autotuned_once_then_remembered(tmp_path: Path) -> None:
     empty = tmp_path / "no-bundles"
     empty.mkdir()
-    assert _coverage(tmp_path, empty) == {"hits": 0, "misses": 1, "missed": [["inductor.mm", list(MM_KEY)]]}
-    assert _coverage(tmp_path, empty) == {"hits": 1, "misses": 0, "missed": []}  # from the overlay
+    compiled = {"hits": 0, "misses": 1}  # coverage gives each run an empty Inductor cache
+    missed = [["inductor.mm", list(MM_KEY)]]
+    assert _coverage(tmp_path, empty) == {"hits": 0, "misses": 1, "missed": missed, "graphs": compiled}
+    from_overlay = {"hits": 1, "misses": 0, "missed": [], "graphs": compiled}
+    assert _coverage(tmp_path, empty) == from_overlay
 
 
 # -- in this process: what is served, what is refused ------------------------------------------------------

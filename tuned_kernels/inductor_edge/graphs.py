@@ -12,9 +12,10 @@ config, torch's source and the device):
   path and the CPU picks the same vector instructions; elsewhere Inductor compiles the C++ again).
 
 Capture harvests them from the private cache directory it gives the program; serving places a bundle's into
-Inductor's cache directory where no file is (never over one), each checked against its sha256 first: a graph
-is code Inductor loads. Each file is one entry of the kernel `inductor.graph` (its source: torch's version)
-at the key of its path, its bytes one artifact.
+Inductor's cache directory where no file is (never over one), each checked first against its sha256 and,
+where the file holds its key, against its key (Inductor loads what it finds under a key without checking it
+belongs there): a graph is code Inductor loads. Each file is one entry of the kernel `inductor.graph` (its
+source: torch's version) at the key of its path, its bytes one artifact.
 """
 
 from __future__ import annotations
@@ -115,6 +116,21 @@ def why_not_placed(entry: model.Entry, blobs: Mapping[str, bytes]) -> str | None
         return f"{relative}: its bytes are missing"
     if len(data) > MAX_FILE_BYTES or hashlib.sha256(data).hexdigest() != stored.sha256:
         return f"{relative}: corrupt (sha256 differs)"
+    own = own_name(relative)
+    if own is not None and own.encode() not in data:
+        return f"{relative}: its contents are another key's"
+    return None
+
+
+def own_name(relative: str) -> str | None:
+    """The key an FX-graph entry holds (Inductor pickles its own key into it) or a C++ object (its hash
+    names its module): a file that does not hold it was put under a key not its own. (An AOTAutograd entry
+    does not hold its own key.)"""
+    parts = relative.split("/")
+    if parts[0] == "fxgraph":
+        return parts[2]
+    if kind_of(relative) == "cpp":
+        return parts[1].split(".")[0]
     return None
 
 

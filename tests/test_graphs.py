@@ -1,0 +1,215 @@
+"""torch.compile's compiled graphs ship in the bundle: a program captured in one folder, by one HOME, is
+served in another folder, under another name, with a fresh HOME and empty caches, and Inductor compiles no
+graph (no FX-graph or AOTAutograd miss, no C++ compiled). A graph is code Inductor loads: each file is
+checked before Inductor sees it, a foreign or damaged one is not served (at most one warning; Inductor
+compiles), nothing in the user's own cache is replaced, and `TUNED_KERNELS_COMPILED=0` serves none.
+
+Real processes on the CPU (Inductor's C++ back end: the same FX-graph and AOTAutograd caches as a GPU's)."""
+
+from __future__ import annotations
+
+import dataclasses
+import hashlib
+import json
+import os
+import shutil
+import subprocess
+import sys
+from collections.abc import Callable
+from pathlib import Path
+
+import pytest
+
+from tests import factories
+from tuned_kernels import model
+from tuned_kernels.inductor_edge import autotune_cache, graphs
+from tuned_kernels.results import parse_cost, read_results, write_results
+from tuned_kernels.results.files import encode_results
+
+APP = Path(__file__).parent / "corpora" / "graph_app.py"
+
+
+@dataclasses.dataclass(frozen=True)
+class Served:
+    graphs: dict[str, int]
+    warnings: list[str]
+    stderr: str
+    cache: Path
+
+
+def run_app(
+    folder: Path,
+    *,
+    bundle: Path | None = None,
+    capture: Path | None = None,
+    verbose: bool = False,
+    **extra: str,
+) -> Served:
+    """graph_app.py copied into `folder` (as `train_step.py` when served) and run there, with `folder` as
+    HOME and empty Inductor, Triton and overlay caches of its own (`verbose`: the exit summary printed)."""
+    folder.mkdir(parents=True, exist_ok=True)
+    script = folder / ("graph_app.py" if capture else "train_step.py")
+    shutil.copyfile(APP, script)
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("TUNED_KERNELS", "TORCHINDUCTOR"))}
+    env |= {"HOME": str(folder), "TORCHINDUCTOR_CACHE_DIR": str(folder / "inductor"),
+            "TRITON_CACHE_DIR": str(folder / "triton"), "TUNED_KERNELS_CACHE_DIR": str(folder / "overlay"),
+            "TUNED_KERNELS_VERBOSE": "1" if verbose else "0", **extra}  # fmt: skip
+    if bundle is not None:
+        env |= {"TUNED_KERNELS": "1", "TUNED_KERNELS_PATH": str(bundle)}
+    command = [sys.executable, str(script)]
+    if capture is not None:
+        command = [sys.executable, "-m", "tuned_kernels", "capture", "-o", str(capture), "--", *command]
+    done = subprocess.run(command, env=env, cwd=folder, capture_output=True, text=True, timeout=300)
+    assert done.returncode == 0 and "Traceback" not in done.stderr, done.stderr[-3000:]  # checked vs eager
+    counts = json.loads(done.stdout.split("GRAPHS ", 1)[1].splitlines()[0])
+    return Served(counts, factories.warnings_in(done.stderr), done.stderr, folder / "inductor")
+
+
+@pytest.fixture(scope="module")
+def captured(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    bundle = tmp_path_factory.mktemp("capture") / "train.pb.zst"
+    run_app(bundle.parent / "program", capture=bundle)
+    return bundle
+
+
+def test_capture_keeps_each_compiled_graph_with_its_cpp_objects(captured: Path) -> None:
+    kinds = [
+        dict(e.best.kwargs)[graphs.KIND]
+        for e in read_results(captured).entries
+        if e.kernel == graphs.identity()
+    ]
+    assert kinds.count("fxgraph") == 2 and kinds.count("aotautograd") == 1 and kinds.count("cpp") >= 2, kinds
+
+
+def test_a_captured_graph_is_served_elsewhere_without_compiling(captured: Path, tmp_path: Path) -> None:
+    served = run_app(tmp_path / "elsewhere", bundle=captured, verbose=True)
+    assert served.graphs == {"fxgraph_hits": 2, "fxgraph_misses": 0, "autograd_hits": 1, "autograd_misses": 0}
+    summary = ("tuned-kernels: 0 hits", "tuned-kernels: bundles:", "tuned-kernels: torch.compile graphs:")
+    assert len(served.warnings) == len(summary) and all(map(str.startswith, served.warnings, summary))
+    shipped = {
+        e.key[0] for e in read_results(captured).entries if dict(e.best.kwargs).get(graphs.KIND) == "cpp"
+    }
+    compiled_here = {p.relative_to(served.cache).as_posix() for p in served.cache.glob("*/*.so")} - shipped
+    assert compiled_here == set()  # every C++ object the graphs load came with them
+    assert "torch.compile graphs: 2 found in Inductor's cache, 0 compiled here" in served.stderr
+
+
+def test_graphs_are_not_served_with_compiled_kernels_off(captured: Path, tmp_path: Path) -> None:
+    served = run_app(tmp_path / "off", bundle=captured, TUNED_KERNELS_COMPILED="0")
+    assert served.graphs["fxgraph_misses"] == 2 and served.warnings == []  # Inductor compiled both graphs
+
+
+def _graph_entries(results: model.Results) -> list[model.Entry]:
+    return [e for e in results.entries if e.kernel.name == graphs.NAME]
+
+
+def with_graph_blobs(results: model.Results, edit: Callable[[bytes], bytes]) -> model.Results:
+    """Every graph file's bytes edited, its recorded sha256 left as it was."""
+    blobs = dict(results.blobs)
+    for e in _graph_entries(results):
+        sha = e.artifacts[0].files[0].sha256
+        blobs[sha] = edit(blobs[sha])
+    return dataclasses.replace(results, blobs=blobs)
+
+
+def made_with_torch(results: model.Results, version: str) -> model.Results:
+    identity = model.KernelIdentity(graphs.NAME, factories.source_hash(f"torch {version}"))
+    entries = tuple(
+        dataclasses.replace(e, kernel=identity) if e.kernel.name == graphs.NAME else e
+        for e in results.entries
+    )
+    return results.with_entries(entries)
+
+
+def swapped(results: model.Results) -> model.Results:
+    """The forward's and the backward's FX-graph entries under each other's key."""
+    fx = [e for e in _graph_entries(results) if dict(e.best.kwargs)[graphs.KIND] == "fxgraph"]
+    first, second = fx[0], fx[1]
+    moved = {first.key: second.key, second.key: first.key}
+    entries = tuple(dataclasses.replace(e, key=moved.get(e.key, e.key)) for e in results.entries)
+    return results.with_entries(entries)
+
+
+def rekeyed(results: model.Results, key: Callable[[str], str]) -> model.Results:
+    entries = tuple(
+        dataclasses.replace(e, key=(key(str(e.key[0])),)) if e.kernel.name == graphs.NAME else e
+        for e in results.entries
+    )
+    return results.with_entries(entries)
+
+
+# (id, the captured file edited, warnings): each leaves the program correct, Inductor compiling every graph
+GRAPH_HOSTILE: list[tuple[str, Callable[[model.Results], model.Results], int]] = [
+    ("truncated", lambda r: with_graph_blobs(r, lambda b: b[: len(b) // 2]), 1),
+    ("edited", lambda r: with_graph_blobs(r, lambda b: b[:100] + bytes([b[100] ^ 1]) + b[101:]), 1),
+    ("another-torch", lambda r: made_with_torch(r, "2.0.0"), 1),
+    ("path-out-of-the-cache", lambda r: rekeyed(r, lambda k: "../../" + k), 1),
+    ("another-key", lambda r: rekeyed(r, lambda k: k.replace("/f", "/fz", 1).replace("/a", "/az", 1)), 1),
+    ("swapped", swapped, 1),
+]
+
+
+@pytest.mark.parametrize(("name", "edit", "warned"), GRAPH_HOSTILE, ids=[h[0] for h in GRAPH_HOSTILE])
+def test_a_hostile_graph_leaves_the_program_correct_and_inductor_compiling(
+    captured: Path, tmp_path: Path, name: str, edit: Callable[[model.Results], model.Results], warned: int
+) -> None:
+    bundle = tmp_path / "hostile.pb.zst"
+    write_results(bundle, edit(read_results(captured)))
+    served = run_app(tmp_path / "served", bundle=bundle)
+    assert served.graphs["fxgraph_hits"] == 0 and served.graphs["fxgraph_misses"] >= 2, served.graphs
+    assert len(served.warnings) == warned, served.warnings
+    assert not (tmp_path / "fxgraph").exists()  # nothing written outside Inductor's cache directory
+
+
+def test_a_file_already_in_inductors_cache_is_never_replaced(captured: Path, tmp_path: Path) -> None:
+    results = read_results(captured)
+    entry = _graph_entries(results)[0]
+    mine = tmp_path / str(entry.key[0])
+    mine.parent.mkdir(parents=True)
+    mine.write_bytes(b"the user's own")
+    placed = graphs.install([(e, results.blobs) for e in _graph_entries(results)], tmp_path)
+    assert mine.read_bytes() == b"the user's own"
+    assert (placed.present, placed.written, placed.refused) == (1, len(_graph_entries(results)) - 1, [])
+
+
+@pytest.mark.parametrize(
+    ("path", "expected"),
+    [
+        ("/gone/capture/ab/x.best_config", "CACHE/ab/x.best_config"),  # another machine's cache directory
+        ("CACHE/ab/x.best_config", "CACHE/ab/x.best_config"),  # this cache directory's own
+        ("EXISTS/ab/x.best_config", "EXISTS/ab/x.best_config"),  # a file that is there is read where it is
+    ],
+)
+def test_a_tuned_config_looked_up_under_another_cache_directory_is_read_from_this_one(
+    tmp_path: Path, path: str, expected: str
+) -> None:
+    cache, exists = tmp_path / "cache", tmp_path / "exists"
+    (exists / "ab").mkdir(parents=True)
+    (exists / "ab" / "x.best_config").write_text("{}")
+
+    def place(text: str) -> str:
+        return text.replace("CACHE", str(cache)).replace("EXISTS", str(exists))
+
+    assert autotune_cache.relocated(place(path), cache) == place(expected)
+
+
+def test_a_blobs_contents_count_as_one_element_when_a_file_is_read(tmp_path: Path, captured: Path) -> None:
+    """A bundle of compiled graphs is mostly machine code and pickles, whose bytes often look like the
+    starts of elements: they are counted as the one value each is, so a real bundle reads, while the bound
+    still holds for what the parser does build."""
+    results = read_results(captured)
+    noise = bytes((i * 37) & 0xFF for i in range(4 << 20))  # every byte value, a tag every 28 bytes or so
+    sha = hashlib.sha256(noise).hexdigest()
+    entry = _graph_entries(results)[0]
+    artifact = dataclasses.replace(entry.artifacts[0], files=(model.ArtifactFile("noise", sha, len(noise)),))
+    big = results.with_entries(
+        (
+            *results.entries,
+            dataclasses.replace(entry, key=("fxgraph/zz/f" + "z" * 51 + "/n",), artifacts=(artifact,)),
+        )
+    )
+    big = dataclasses.replace(big, blobs={**big.blobs, sha: noise})
+    raw = encode_results(big, "x.pb")
+    assert parse_cost.tag_bytes(raw) > 100_000 > parse_cost.binary_elements(raw)
+    write_results(tmp_path / "big.pb.zst", big)
+    assert len(read_results(tmp_path / "big.pb.zst").entries) == len(big.entries)
