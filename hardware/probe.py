@@ -5,7 +5,7 @@ from __future__ import annotations
 import functools
 import os
 
-from tuned_kernels.hardware.archs import DeviceFacts, target_for_arch, target_from_facts
+from tuned_kernels.hardware.archs import KNOWN_ARCHS, DeviceFacts, target_for_arch, target_from_facts
 
 from tuned_kernels.model import Target
 from tuned_kernels.triton_edge.interpreter import interpret_from_now_on, interpreting
@@ -14,9 +14,10 @@ TARGET_ENV = "TUNED_KERNELS_TARGET"
 
 
 def detect() -> Target:
-    """The target of this process: TUNED_KERNELS_TARGET if set, else device 0, else the cpu target."""
+    """The target of this process: TUNED_KERNELS_TARGET if it names one, else device 0, else the cpu target
+    (a target name tuned-kernels does not know is ignored: enabling and `doctor` say so)."""
     override = os.environ.get(TARGET_ENV, "").strip()
-    if override:
+    if override.lower() in KNOWN_ARCHS:
         return target_for_arch(override)
     return _detected()
 
@@ -67,8 +68,8 @@ def interpret_without_gpu() -> None:
     TRITON_INTERPRET=1 were set, and autotuned kernels are timed with a wall clock (Triton's own timer needs
     a GPU driver). Triton reads the switch when a kernel is defined, so entry points call this before any
     kernel module is imported."""
-    if interpreting() or os.environ.get(TARGET_ENV):
-        return
+    if interpreting() or os.environ.get(TARGET_ENV, "").strip().lower() in KNOWN_ARCHS:
+        return  # (a target tuned-kernels does not know is ignored, with one line: the rule applies)
     import torch
 
     if not torch.cuda.is_available():

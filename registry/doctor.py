@@ -31,7 +31,7 @@ def checks() -> list[Check]:
     """Every check, in the order a reader follows: what runs here, whether tuned-kernels can switch on,
     what it would serve, where it writes."""
     found = [_versions(), _autoload(), *_serving(), _c_compiler_check()]
-    return [*found, _variables()]
+    return [*found, _variables(), *_settings_problems()]
 
 
 def _versions() -> Check:
@@ -159,6 +159,13 @@ def _variables() -> Check:
     ]
     said = ", ".join(f"{k}={one_line(os.environ[k], 80)}" for k in names) or "none set"
     return Check("environment", "ok", said)
+
+
+def _settings_problems() -> list[Check]:
+    """One failed check per setting that cannot be honoured as set."""
+    from tuned_kernels.registry.environment_check import environment_problems
+
+    return [Check("setting", "fail", problem) for problem in environment_problems(os.environ)]
 
 
 def _unwritable(folder: Path) -> str | None:

@@ -6,11 +6,14 @@ from __future__ import annotations
 
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 from tuned_kernels import model
 from tuned_kernels.errors import TunedKernelsError
 from tuned_kernels.inductor_edge import graphs
-from tuned_kernels.results.view import ResultsView
+
+if TYPE_CHECKING:  # the reader is imported when the registry loads, not before
+    from tuned_kernels.results.view import ResultsView
 
 
 class _Blobs(Mapping[str, bytes]):

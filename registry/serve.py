@@ -11,6 +11,7 @@ import os
 from collections.abc import Iterator
 
 from tuned_kernels.registry import warmup
+from tuned_kernels.registry.environment_check import environment_problems
 from tuned_kernels.registry.runtime import Registry
 from tuned_kernels.registry.settings import Settings
 
@@ -26,6 +27,9 @@ def enable(settings: Settings | None = None) -> Registry:
     registry = installed_registry()
     if registry is None or settings is not None:
         registry = Registry(settings or Settings.from_environ(os.environ))
+        if settings is None:  # what the environment asks and cannot be honoured: one line each
+            for problem in environment_problems(os.environ):
+                registry.warn(problem)
         resolving.install(registry)
         if registry.settings.warmup and registry.settings.capture is None:
             registry.warmup = warmup.start(registry)

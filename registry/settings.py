@@ -47,6 +47,6 @@ class Settings:
             Path(capture) if capture else None,
             Path(report) if report else None,
             warmup=environ.get(WARMUP_ENV, "1").strip() != "0",
-            verbose=environ.get(VERBOSE_ENV, "0").strip() not in ("", "0"),
+            verbose=environ.get(VERBOSE_ENV, "0").strip() == "1",
             compiled=environ.get(COMPILED_ENV, "1").strip() != "0",
         )

@@ -68,3 +68,42 @@ def test_the_readme_quick_start_works_verbatim_in_a_fresh_environment(tmp_path: 
             assert _normal(line) in printed, (
                 f"$ {command}: README shows {line!r}, it printed:\n{printed[-2000:]}"
             )
+
+
+TROUBLESHOOTING = re.compile(r"^## Troubleshooting\n(.*?)^## ", re.S | re.M)
+
+
+def _run_here(command: str, cwd: Path) -> subprocess.CompletedProcess[str]:
+    """`command` in this environment (its tuned-kernels, its torch), with none of the caller's settings."""
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("TUNED_KERNELS", "TRITON_"))}
+    env |= {
+        "TUNED_KERNELS_CACHE_DIR": str(cwd / "cache"),
+        "PATH": f"{Path(sys.executable).parent}:{env['PATH']}",
+    }
+    return subprocess.run(
+        ["bash", "-c", command], cwd=cwd, env=env, capture_output=True, text=True, timeout=300
+    )
+
+
+def test_the_troubleshooting_fixes_for_no_gpu_driver_run_the_quick_start_program(tmp_path: Path) -> None:
+    """Each fix the README gives for `0 active drivers`, on the Quick start's own program; and the one it
+    says is not enough is not."""
+    program, _ = quick_start()
+    (tmp_path / "app.py").write_text(program)
+    (tmp_path / "app_enabled.py").write_text("import tuned_kernels\ntuned_kernels.enable()\n" + program)
+    for fix in ("TUNED_KERNELS=1 python app.py", "python app_enabled.py"):
+        out = _run_here(fix, tmp_path)
+        assert out.returncode == 0 and out.stdout.strip() == "ok", f"$ {fix}\n{out.stderr[-2000:]}"
+    alone = _run_here("TRITON_INTERPRET=1 python app.py", tmp_path)
+    assert alone.returncode != 0 and "0 active drivers" in alone.stderr
+
+
+def test_the_troubleshooting_settings_example_prints_what_the_readme_shows(tmp_path: Path) -> None:
+    (console,) = re.findall(
+        r"```console\n(.*?)```", TROUBLESHOOTING.search((ROOT / "README.md").read_text()).group(1), re.S
+    )  # type: ignore[union-attr]
+    command, *shown = [line.strip() for line in console.splitlines() if line.strip()]
+    out = _run_here(command.removeprefix("$ "), tmp_path)
+    assert [" ".join(line.split()) for line in out.stdout.splitlines()] == [
+        " ".join(s.split()) for s in shown
+    ]

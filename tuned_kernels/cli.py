@@ -172,10 +172,12 @@ def cmd_capture(args: argparse.Namespace) -> int:
         )
     elif report.entries == 0 and not report.graphs:
         said = f"captured 0 tuning decisions (the program ran no autotuned kernel) -> {args.output}, empty"
+    elif report.entries == 0:
+        said = f"captured torch.compile's compiled graphs -> {args.output}: {report.graphs}"
     else:
         said = f"captured {report.entries} tuning decisions of {len(report.kernels)} kernels -> {args.output}"
-        said += f" ({', '.join(report.kernels)})" if report.kernels else ""
-        said += f"\ncaptured torch.compile's compiled graphs: {report.graphs}" if report.graphs else ""
+        said += f" ({', '.join(report.kernels)})"
+        said += f"\nand torch.compile's compiled graphs: {report.graphs}" if report.graphs else ""
     print(said, file=sys.stderr)
     if args.json:
         print(json.dumps({**dataclasses.asdict(report), "output": args.output}))

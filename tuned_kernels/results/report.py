@@ -68,7 +68,7 @@ def results_summary(results: model.Results) -> dict[str, Any]:
     }
 
 
-GRAPH_KINDS = {"fxgraph": "FX-graph entries", "aotautograd": "AOTAutograd entries", "cpp": "C++ objects"}
+GRAPH_KINDS = {"fxgraph": "FX-graph entr", "aotautograd": "AOTAutograd entr", "cpp": "C++ object"}
 
 
 def graph_files(results: model.Results) -> dict[str, tuple[int, int]]:
@@ -83,9 +83,15 @@ def graph_files(results: model.Results) -> dict[str, tuple[int, int]]:
 
 
 def describe_graphs(held: dict[str, tuple[int, int]]) -> str:
-    """`2 FX-graph entries, 1 AOTAutograd entries, 9 C++ objects; 944 KiB`."""
-    parts = [f"{held[k][0]} {GRAPH_KINDS.get(k, k)}" for k in sorted(held, key=list(GRAPH_KINDS).index)]
+    """`2 FX-graph entries, 1 AOTAutograd entry, 9 C++ objects; 944 KiB`."""
+    parts = [_counted(held[k][0], GRAPH_KINDS.get(k, k)) for k in sorted(held, key=list(GRAPH_KINDS).index)]
     return f"{', '.join(parts)}; {sum(size for _, size in held.values()) // 1024} KiB"
+
+
+def _counted(n: int, stem: str) -> str:
+    if stem.endswith("entr"):
+        return f"{n} {stem}{'y' if n == 1 else 'ies'}"
+    return f"{n} {stem}{'' if n == 1 else 's'}"
 
 
 def artifact_bytes_per_kernel(results: model.Results) -> dict[str, int]:
@@ -158,7 +164,7 @@ def _config_label(entry: model.Entry) -> str:
     was fused (`epilogue=True prologue=False`)."""
     name = entry.kernel.name
     if name == GRAPH_KERNEL:
-        return GRAPH_KINDS.get(str(dict(entry.best.kwargs).get(KIND)), "?")
+        return _counted(1, GRAPH_KINDS.get(str(dict(entry.best.kwargs).get(KIND)), "?"))
     if name.startswith(inductor_keys.PREFIX) and name.endswith(inductor_keys.FUSION):
         return " ".join(f"{k}={v}" for k, v in entry.best.kwargs)
     kwargs = dict(entry.best.kwargs)

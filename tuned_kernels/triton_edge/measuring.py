@@ -25,6 +25,7 @@ from tuned_kernels.triton_edge.interpreter import interpreting
 
 MISS_JOBS_ENV = "TUNED_KERNELS_MISS_JOBS"
 DEFAULT_MISS_JOBS = 16
+MAX_MISS_JOBS = 256  # a larger value is a mistake (registry/environment_check.py says so): the default
 BRIEF_WARMUP_MS, BRIEF_REP_MS = 5, 10  # a first pass over every candidate (Triton's own: 25 and 100)
 
 
@@ -36,7 +37,7 @@ def miss_jobs(environ: Mapping[str, str] = os.environ, cpus: int | None = None) 
         asked = int(environ.get(MISS_JOBS_ENV, "").strip() or 0)
     except ValueError:
         asked = 0
-    return min(asked if asked >= 1 else DEFAULT_MISS_JOBS, cpus)
+    return min(asked if 1 <= asked <= MAX_MISS_JOBS else DEFAULT_MISS_JOBS, cpus)
 
 
 def submit_compiles(

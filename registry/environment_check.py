@@ -1,0 +1,74 @@
+"""Which `TUNED_KERNELS*` settings cannot be honoured as set: a value outside those a variable takes, a
+variable name no one reads (a misspelling, named with the nearest real one), a path that names nothing.
+Each problem is one line naming the variable, what it holds and what it takes; the program goes on with the
+default, and `tuned-kernels doctor` marks each as a fail. Pure: the file system is asked through `kind_of`.
+"""
+
+from __future__ import annotations
+
+import difflib
+import os
+from collections.abc import Callable, Mapping
+
+from tuned_kernels.hardware.archs import KNOWN_ARCHS
+
+from tuned_kernels.errors import one_line
+
+MAX_MISS_JOBS = 256
+
+# variable: the values it takes (None: any text; checked below where it names paths)
+CHOICES: dict[str, tuple[str, ...] | None] = {
+    "TUNED_KERNELS": ("0", "1"),
+    "TUNED_KERNELS_VERBOSE": ("0", "1"),
+    "TUNED_KERNELS_WARMUP": ("0", "1"),
+    "TUNED_KERNELS_COMPILED": ("0", "1"),
+    "TUNED_KERNELS_ON_MISS": ("tune", "nearest"),
+    "TUNED_KERNELS_STALE": ("reject", "seed"),
+    "TUNED_KERNELS_TARGET": KNOWN_ARCHS,
+    "TUNED_KERNELS_MISS_JOBS": None,
+    "TUNED_KERNELS_PATH": None,
+    "TUNED_KERNELS_CACHE_DIR": None,
+    "TUNED_KERNELS_CAPTURE": None,  # set by `tuned-kernels capture`
+    "TUNED_KERNELS_REPORT": None,  # set by `tuned-kernels coverage`
+    "TUNED_KERNELS_GPU_TESTS": None,  # the test suite's GPU tests (ci/gpu_run.sh)
+}
+KindOf = Callable[[str], str]  # "file", "dir", "missing" or "other"
+
+
+def kind_of_path(path: str) -> str:
+    if os.path.isdir(path):
+        return "dir"
+    if os.path.isfile(path):
+        return "file"
+    return "missing" if not os.path.lexists(path) else "other"
+
+
+def environment_problems(environ: Mapping[str, str], kind_of: KindOf = kind_of_path) -> list[str]:
+    problems = []
+    for name in sorted(n for n in environ if n == "TUNED_KERNELS" or n.startswith("TUNED_KERNELS_")):
+        value = environ[name].strip()
+        shown = one_line(environ[name], 80)
+        if name not in CHOICES:
+            near = difflib.get_close_matches(name, list(CHOICES), n=1)
+            hint = f" (did you mean {near[0]}?)" if near else ""
+            problems.append(f"{name} is not a tuned-kernels setting{hint}; it is ignored")
+            continue
+        choices = CHOICES[name]
+        if choices is not None and value.lower() not in choices and value != "":
+            takes = " or ".join(choices) if len(choices) < 4 else "one of " + ", ".join(choices)
+            problems.append(f"{name}={shown}: takes {takes}; ignored")
+        elif name == "TUNED_KERNELS_MISS_JOBS" and value and not _count(value):
+            problems.append(f"{name}={shown}: takes a whole number from 1 to {MAX_MISS_JOBS}; ignored")
+        elif name == "TUNED_KERNELS_PATH":
+            problems += [
+                f"{name} names {one_line(p, 120)}: no such file or folder; nothing is served from it"
+                for p in value.split(os.pathsep)
+                if p and kind_of(p) == "missing"
+            ]
+        elif name == "TUNED_KERNELS_CACHE_DIR" and value and kind_of(value) not in ("dir", "missing"):
+            problems.append(f"{name}={shown}: not a folder; the overlay of tuned misses is not kept")
+    return problems
+
+
+def _count(value: str) -> bool:
+    return value.isdigit() and 1 <= int(value) <= MAX_MISS_JOBS

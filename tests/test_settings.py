@@ -1,0 +1,89 @@
+"""Every `TUNED_KERNELS*` setting is checked: a value a variable does not take, a variable no one reads and
+a path that names nothing are each one line naming the variable and what it takes; the program goes on with
+the default, and `doctor` marks each as a fail."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+from tuned_kernels.registry.environment_check import environment_problems
+
+from tests import factories
+from tuned_kernels.triton_edge.measuring import miss_jobs
+
+KINDS = {"bundles": "dir", "mine.pb.zst": "file", "a-file": "file"}
+
+
+@pytest.mark.parametrize(
+    ("environ", "said"),
+    [
+        ({"TUNED_KERNELS": "1", "TUNED_KERNELS_VERBOSE": "1", "TUNED_KERNELS_ON_MISS": "nearest"}, []),
+        ({"TUNED_KERNELS_PATH": f"mine.pb.zst{os.pathsep}bundles", "TUNED_KERNELS_TARGET": "sm90"}, []),
+        ({"TUNED_KERNELS_MISS_JOBS": "8", "TUNED_KERNELS_COMPILED": "0", "TUNED_KERNELS_STALE": "seed"}, []),
+        (
+            {"TUNED_KERNELS_PATH": "mine.pb.zs"},
+            ["TUNED_KERNELS_PATH names mine.pb.zs: no such file or folder"],
+        ),
+        (
+            {"TUNED_KERNELS_ON_MISS": "nearst"},
+            ["TUNED_KERNELS_ON_MISS=nearst: takes tune or nearest; ignored"],
+        ),
+        (
+            {"TUNED_KERNELS_MISS_JOBS": "-1"},
+            ["TUNED_KERNELS_MISS_JOBS=-1: takes a whole number from 1 to 256"],
+        ),
+        ({"TUNED_KERNELS_MISS_JOBS": "abc"}, ["TUNED_KERNELS_MISS_JOBS=abc: takes a whole number"]),
+        ({"TUNED_KERNELS_MISS_JOBS": "100000"}, ["TUNED_KERNELS_MISS_JOBS=100000: takes a whole number"]),
+        ({"TUNED_KERNELS_COMPILED": "maybe"}, ["TUNED_KERNELS_COMPILED=maybe: takes 0 or 1; ignored"]),
+        ({"TUNED_KERNELS_VERBOSE": "2"}, ["TUNED_KERNELS_VERBOSE=2: takes 0 or 1; ignored"]),
+        ({"TUNED_KERNELS_TARGET": "sm999"}, ["TUNED_KERNELS_TARGET=sm999: takes one of sm70, sm75"]),
+        ({"TUNED_KERNELS_CACHE_DIR": "a-file"}, ["TUNED_KERNELS_CACHE_DIR=a-file: not a folder"]),
+        (
+            {"TUNED_KERNELS_VERBSE": "1"},
+            ["TUNED_KERNELS_VERBSE is not a tuned-kernels setting (did you mean"],
+        ),
+    ],
+)
+def test_each_setting_that_cannot_be_honoured_is_named_with_what_it_takes(
+    environ: dict[str, str], said: list[str]
+) -> None:
+    problems = environment_problems(environ, lambda path: KINDS.get(path, "missing"))
+    assert len(problems) == len(said) and all(p.startswith(s) for p, s in zip(problems, said, strict=True)), (
+        problems
+    )
+
+
+@pytest.mark.parametrize(("value", "jobs"), [("4", 4), ("-1", 16), ("abc", 16), ("100000", 16), ("", 16)])
+def test_a_miss_jobs_value_out_of_range_is_the_default(value: str, jobs: int) -> None:
+    assert miss_jobs({"TUNED_KERNELS_MISS_JOBS": value}, cpus=64) == jobs
+
+
+def test_a_mistyped_bundle_path_is_said_once_and_the_program_runs(tmp_path: Path) -> None:
+    program = "import tuned_kernels; tuned_kernels.enable(); print('ran')"
+    env = {**os.environ, "TUNED_KERNELS_PATH": str(tmp_path / "mine.pb.zs"), "TUNED_KERNELS_ON_MISS": "nearst",
+           "TUNED_KERNELS_CACHE_DIR": str(tmp_path / "cache")}  # fmt: skip
+    out = subprocess.run(
+        [sys.executable, "-c", program], env=env, capture_output=True, text=True, timeout=120
+    )
+    assert out.returncode == 0 and out.stdout.strip() == "ran", out.stderr[-2000:]
+    warned = factories.warnings_in(out.stderr)
+    assert len(warned) == 2 and "mine.pb.zs: no such file or folder" in warned[1 - ("nearst" in warned[1])]
+
+
+def test_doctor_marks_each_setting_it_cannot_honour_as_a_fail(tmp_path: Path) -> None:
+    env = {**os.environ, "TUNED_KERNELS_PATH": str(tmp_path / "mine.pb.zs"), "TUNED_KERNELS_COMPILED": "maybe",
+           "TUNED_KERNELS_CACHE_DIR": str(tmp_path / "cache")}  # fmt: skip
+    out = subprocess.run(
+        [sys.executable, "-m", "tuned_kernels", "doctor"],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    failed = [line for line in out.stdout.splitlines() if line.startswith("fail")]
+    assert out.returncode == 1 and len(failed) == 2, out.stdout
+    assert "mine.pb.zs: no such file or folder" in failed[1] and "COMPILED=maybe" in failed[0]
