@@ -87,3 +87,20 @@ def test_status_says_a_rejected_bundles_reason_once_and_no_counters(tmp_path: Pa
     ]
     shown = json.loads(_cli("status", "--json", **env).stdout)
     assert "hits" not in shown and "misses" not in shown and shown["rejected"][0]["file"] == str(other)
+
+
+def test_index_prints_the_commands_that_serve_it_and_install_from_it(tmp_path: Path) -> None:
+    bundle = tmp_path / "app.textproto"
+    write_results(bundle, factories.results(factories.entry("app.scale_kernel")))
+    assert (
+        _cli("build-wheel", str(bundle), "--name", "app-tuned", "-o", str(tmp_path / "dist")).returncode == 0
+    )
+    out = _cli("index", str(tmp_path / "dist"), "-o", f"{tmp_path}/site/simple/")
+    lines = out.stdout.splitlines()
+    assert out.returncode == 0 and "//" not in lines[0] and lines[0].endswith("site/simple/"), lines
+    served = lines[1].split("--directory ", 1)[1]
+    assert (
+        "http.server 8000 --bind 127.0.0.1" in lines[1]
+        and (Path(served) / "app-tuned-cpu/index.html").is_file()
+    )
+    assert lines[2].endswith("pip install --extra-index-url http://127.0.0.1:8000/ app-tuned-cpu")

@@ -607,3 +607,42 @@ def test_bad_command_line_gives_one_line_and_a_failing_exit(scratch: Path, comma
     assert len(lines[0]) < 400 + len(str(scratch)) and lines[0].startswith("tuned-kernels"), lines[0]
     after = snapshot(scratch)
     assert {k: v for k, v in after.items() if k in before} == before  # nothing of the user's changed or lost
+
+
+def test_a_bundles_text_reaches_the_terminal_escaped(tmp_path: Path) -> None:
+    """Terminal escape sequences in a file's fields (here its compiler's version, and a kernel's name) are
+    written as escapes in the warning and in `inspect`: a bundle can neither clear nor recolour a terminal."""
+    hostile = "\x1b[2J\x1b[31m9.9\x9b"
+    compiler = dataclasses.replace(factories.TRITON_39, triton_version=hostile)
+    bundle = tmp_path / "escapes.textproto"
+    write_results(bundle, factories.results(factories.entry(f"pkg.{hostile}"), compiler=compiler))
+    run = run_program(tmp_path, bundle)
+    assert "\x1b" not in run.stderr and "\x9b" not in run.stderr
+    assert any("\\x1b[2J\\x1b[31m9.9\\x9b" in line for line in run.warnings), run.warnings
+    shown = subprocess.run(
+        [sys.executable, "-m", "tuned_kernels", "inspect", str(bundle)],
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert shown.returncode == 0 and "\x1b" not in shown.stdout and "\\x1b[2J" in shown.stdout
+
+
+def test_an_overlay_path_that_is_a_directory_costs_the_overlay_only(
+    tmp_path: Path, tuned: model.Results
+) -> None:
+    """A folder where the overlay file should be: the bundle still serves every key, and the one warning
+    names the folder (not a file descriptor)."""
+    cache = tmp_path / "cache"
+    status = subprocess.run(
+        [sys.executable, "-m", "tuned_kernels", "status", "--json"], capture_output=True, text=True, timeout=120,
+        env={**os.environ, "TRITON_INTERPRET": "1", "TUNED_KERNELS_CACHE_DIR": str(cache)},
+    )  # fmt: skip
+    overlay = Path(json.loads(status.stdout)["overlay"]["path"])
+    overlay.mkdir(parents=True)
+    bundle = tmp_path / "tuned.pb"
+    write_results(bundle, tuned)
+    run = run_program(tmp_path, bundle, cache)
+    assert run.stats["hits"] == 2 and run.stats["misses"] == 0, run.stats
+    (warned,) = run.warnings
+    assert f"{overlay}: a directory, not a file" in warned

@@ -12,9 +12,10 @@ import json
 import os
 import sys
 from collections.abc import Sequence
+from pathlib import Path
 from typing import Any, NoReturn
 
-from tuned_kernels.errors import TunedKernelsError, one_line
+from tuned_kernels.errors import TunedKernelsError, one_line, printable
 from tuned_kernels.timestamps import utc_now
 
 
@@ -302,10 +303,25 @@ def cmd_index(args: argparse.Namespace) -> int:
     if args.json:
         print(json.dumps({"projects": projects, "output": args.output}))
     else:
-        print(
-            f"indexed {', '.join(projects)} -> {args.output}/ (serve it; pip install --extra-index-url URL/ NAME)"
-        )
+        print(index_instructions(projects, Path(args.output)))
     return 0
+
+
+def index_instructions(projects: list[str], output: Path) -> str:
+    """What to run to serve an index folder and install from it: here, and behind a real host."""
+    import shlex
+
+    folder = shlex.quote(str(output.resolve()))
+    first = projects[0] if projects else "NAME"
+    return "\n".join(
+        [
+            f"indexed {', '.join(projects) or 'nothing'} -> {output.as_posix().rstrip('/')}/",
+            "serve it here:  python -m http.server 8000 --bind 127.0.0.1 --directory " + folder,
+            f"install from it:  pip install --extra-index-url http://127.0.0.1:8000/ {first}",
+            "elsewhere: upload the folder to any static host (GitHub Pages, S3, nginx) and use its URL, "
+            "e.g. --extra-index-url https://your.host/simple/",
+        ]
+    )
 
 
 def cmd_doctor(args: argparse.Namespace) -> int:
@@ -661,11 +677,11 @@ def main(argv: Sequence[str] | None = None) -> int:
         code: int = args.func(args)
         return code
     except TunedKernelsError as exc:
-        print(f"tuned-kernels {args.command}: {exc}", file=sys.stderr)
+        print(printable(f"tuned-kernels {args.command}: {exc}"), file=sys.stderr)
         return 1
     except OSError as exc:  # a path that is a directory, read-only, missing, /proc ...
         where = f"{exc.filename}: " if exc.filename else ""
-        print(f"tuned-kernels {args.command}: {where}{exc.strerror or exc}", file=sys.stderr)
+        print(printable(f"tuned-kernels {args.command}: {where}{exc.strerror or exc}"), file=sys.stderr)
         return 1
     except (ValueError, LookupError, TypeError) as exc:  # bad input that reached a library: still one line
         print(f"tuned-kernels {args.command}: {one_line(f'{type(exc).__name__}: {exc}')}", file=sys.stderr)

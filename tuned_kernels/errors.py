@@ -19,9 +19,16 @@ MAX_CAUSE_CHARS = 200
 
 
 def one_line(text: str, limit: int = MAX_CAUSE_CHARS) -> str:
-    """`text` on one line of at most `limit` characters: what a file says must not flood the user's log."""
-    flat = " ".join(text.split())
+    """`text` on one line of at most `limit` characters, its control characters escaped: what a file says
+    must neither flood the user's log nor reach their terminal as escape sequences."""
+    flat = printable(" ".join(text.split()))
     return flat if len(flat) <= limit else flat[: limit - 3] + "..."
+
+
+def printable(text: str) -> str:
+    """`text` with every control character (C0, DEL, C1: what starts a terminal escape sequence) written as
+    its escape, `\\x1b`."""
+    return "".join(c if c.isprintable() or c == " " else ascii(c)[1:-1] for c in text)
 
 
 class ResultsFormatError(TunedKernelsError):
@@ -66,7 +73,7 @@ def _one_line_format(
     message: Warning | str, category: type[Warning], filename: str, lineno: int, line: str | None = None
 ) -> str:
     if issubclass(category, TunedKernelsWarning) or _previous_format is None:
-        return f"{message}\n"
+        return f"{printable(str(message))}\n"
     return _previous_format(message, category, filename, lineno, line)
 
 

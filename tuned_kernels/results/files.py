@@ -119,10 +119,13 @@ def read_regular_file(name: str, max_bytes: int) -> bytes:
         fd = os.open(name, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_CLOEXEC", 0))
     except OSError as exc:
         raise ResultsFormatError(name, exc.strerror or str(exc)) from None
+    info = os.fstat(fd)
+    if not stat.S_ISREG(info.st_mode):  # checked on the descriptor: a directory cannot be wrapped in a file
+        os.close(fd)
+        raise ResultsFormatError(
+            name, "a directory, not a file" if stat.S_ISDIR(info.st_mode) else "not a regular file"
+        )
     with os.fdopen(fd, "rb") as f:
-        info = os.fstat(fd)
-        if not stat.S_ISREG(info.st_mode):
-            raise ResultsFormatError(name, "not a regular file")
         if info.st_size > max_bytes:
             raise ResultsFormatError(name, f"larger than the {max_bytes}-byte limit ({info.st_size} bytes)")
         try:

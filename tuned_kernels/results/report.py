@@ -5,7 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 from tuned_kernels import model
-from tuned_kernels.errors import BundleError
+from tuned_kernels.errors import BundleError, printable
 from tuned_kernels.inductor_edge import keys as inductor_keys
 from tuned_kernels.inductor_edge.graphs import KIND
 from tuned_kernels.inductor_edge.graphs import NAME as GRAPH_KERNEL
@@ -143,7 +143,7 @@ def results_table(results: model.Results) -> str:
         )
     widths = [max(len(r[i]) for r in rows) for i in range(len(rows[0]))]
     lines += ["  ".join(c.ljust(w) for c, w in zip(r, widths, strict=True)).rstrip() for r in rows]
-    return "\n".join(lines)
+    return "\n".join(printable(line) for line in lines)  # a file's text never reaches a terminal raw
 
 
 def _schemes(results: model.Results) -> str:
