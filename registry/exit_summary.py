@@ -17,6 +17,12 @@ def exit_summary(summary: Mapping[str, Any]) -> list[str]:
         f"{served}, {misses} misses{f' ({reasons})' if reasons else ''}; "
         f"{summary['configs_benchmarked']} configs benchmarked in {summary['seconds_tuning']:.1f} s"
     ]
+    missed = summary.get("missed_keys", [])
+    if missed:
+        named = "; ".join(f"{name} ({', '.join(key)})" for name, key in missed[:MAX_NAMED])
+        more = f" and {misses - MAX_NAMED} more" if misses > MAX_NAMED else ""
+        overlay = summary["overlay"]["path"]
+        lines.append(f"missed: {named}{more}; tuned here and kept in {overlay} (every environment of this user)")
     changed = summary["changed_kernels"]
     if changed:
         named = ", ".join(sorted(changed)[:MAX_NAMED])

@@ -16,6 +16,8 @@ from tuned_kernels.registry.stats import Stats
 
 from tuned_kernels.triton_edge import host_modules
 
+MAX_KEYS_LISTED = 16
+
 
 def summary(
     loaded: Loaded,
@@ -52,6 +54,7 @@ def summary(
         "graphs": graph_summary(stats),
         "host_modules_built_ahead": dataclasses.asdict(built) if built else None,
         "missed_kernels": dict(stats.missed_kernels),
+        "missed_keys": [[name, [str(v) for v in key]] for name, key in stats.missed_keys[:MAX_KEYS_LISTED]],
         "misses_by_reason": dict(stats.misses_by_reason),
         "changed_kernels": dict(changed_kernels),
         "stepped_aside": dict(stats.stepped_aside),

@@ -82,8 +82,12 @@ class Sources(Protocol):
     def known_bad(self, identity: model.KernelIdentity) -> frozenset[model.Config]: ...
 
     def source_hashes(self, names: Sequence[str]) -> Mapping[str, frozenset[str]]:
-        """Per file, the source hashes it holds entries of under any of these kernel names."""
+        """Per file, the source hashes it holds entries of under any of these kernel names (the overlay's
+        under `local_name`)."""
         ...
+
+    @property
+    def local_name(self) -> str: ...
 
 
 def decide(
@@ -128,12 +132,15 @@ def lookup(sources: Sources, identity: model.KernelIdentity, key: model.TuningKe
 
 
 def miss_reason(identity: model.KernelIdentity, sources: Sources) -> tuple[MissReason, str]:
-    """Why no stored entry fits, and the file that holds the kernel for another source ("kernel changed")."""
+    """Why no stored entry fits, and the bundle that holds the kernel for another source ("kernel changed"),
+    by what the bundles hold: the overlay does not change a miss's reason (a kernel the bundles hold only
+    under another source stays "changed" for each of its keys once this process has tuned some)."""
     ours = {each.source_hash for each in identity.all()}
     held = sources.source_hashes(tuple(dict.fromkeys(each.name for each in identity.all())))
-    if any(hashes & ours for hashes in held.values()):
+    bundles = {path: hashes for path, hashes in held.items() if path != sources.local_name}
+    if any(hashes & ours for hashes in bundles.values()):
         return "other key", ""
-    other = next((path for path, hashes in held.items() if hashes), None)
+    other = next((path for path, hashes in bundles.items() if hashes), None)
     return ("kernel changed", other) if other is not None else ("not in any bundle", "")
 
 
