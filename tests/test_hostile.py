@@ -646,3 +646,15 @@ def test_an_overlay_path_that_is_a_directory_costs_the_overlay_only(
     assert run.stats["hits"] == 2 and run.stats["misses"] == 0, run.stats
     (warned,) = run.warnings
     assert f"{overlay}: a directory, not a file" in warned
+
+
+def test_an_enormous_text_bundle_is_refused_before_it_is_read(tmp_path: Path, baseline_rss_kb: int) -> None:
+    """A 900 MB text file (sparse: no disk is spent) is refused by its size alone, with one warning and no
+    more memory than the program needs without it."""
+    bundle = tmp_path / "huge.textproto"
+    with bundle.open("wb") as f:
+        f.truncate(900 << 20)
+    run = run_program(tmp_path, bundle)
+    (warned,) = run.warnings
+    assert "text larger than the 8388608-byte limit: use .pb.zst" in warned
+    assert run.stats["max_rss_kb"] - baseline_rss_kb < 64 * 1024

@@ -100,9 +100,7 @@ def test_a_change_to_what_the_kernel_does_is_tuned_again_and_said_once(
     out = _serve(tmp_path, captured, APP.replace(before, after, 1), "100", "300")  # two keys: two misses
     assert out.stderr.count(CHANGED) == 1, out.stderr[-3000:]
     assert f"app.pb: holds app.scale_kernel for another source: {CHANGED}" in out.stderr
-    assert (
-        "tuned-kernels: 0 hits, 2 misses (2 kernel changed); 4 configs benchmarked" in out.stderr
-    )
+    assert "tuned-kernels: 0 hits, 2 misses (2 kernel changed); 4 configs benchmarked" in out.stderr
 
 
 def test_a_bundle_made_by_the_previous_release_still_serves(tmp_path: Path) -> None:

@@ -107,12 +107,17 @@ def read_results(path: str | os.PathLike[str]) -> model.Results:
 def open_results(path: str | os.PathLike[str]) -> ResultsView:
     """The file opened for look-ups: header checked now, entries decoded (and validated) when asked for."""
     name = os.fspath(path)
-    format_for(name)  # an unknown extension fails before any I/O
-    raw = read_regular_file(name, MAX_DECODED_BYTES)
+    fmt = format_for(name)  # an unknown extension fails before any I/O
+    if fmt.text and not fmt.compressed:  # its size is checked before a byte is read
+        raw = read_regular_file(name, MAX_TEXT_BYTES, "text larger than the {limit}-byte limit: use .pb.zst")
+    else:
+        raw = read_regular_file(name, MAX_DECODED_BYTES)
     return ResultsView(_decode_message(raw, name, read_budget(len(raw))), name)
 
 
-def read_regular_file(name: str, max_bytes: int) -> bytes:
+def read_regular_file(
+    name: str, max_bytes: int, too_large: str = "larger than the {limit}-byte limit ({size} bytes)"
+) -> bytes:
     """The bytes of `name` if it is a regular file of at most `max_bytes`: checked before reading, and
     opened without blocking, so a FIFO, device or directory is refused instead of hanging the program."""
     try:
@@ -127,7 +132,7 @@ def read_regular_file(name: str, max_bytes: int) -> bytes:
         )
     with os.fdopen(fd, "rb") as f:
         if info.st_size > max_bytes:
-            raise ResultsFormatError(name, f"larger than the {max_bytes}-byte limit ({info.st_size} bytes)")
+            raise ResultsFormatError(name, too_large.format(limit=max_bytes, size=info.st_size))
         try:
             raw = f.read(max_bytes + 1)
         except OSError as exc:
