@@ -24,6 +24,7 @@ import dataclasses
 import functools
 import json
 import logging
+import socket
 import sys
 import time
 from collections.abc import Iterator, Sequence
@@ -53,6 +54,7 @@ from tuned_kernels.version import TOOL_VERSION
 GPU = "GPU"  # the worker resource a task takes: one GPU
 RETRIES = 2  # a task that raises is tried this many more times (a dead worker's task is re-run anyway)
 LOCAL = "local"
+DEFAULT_TIMEOUT_S = 30.0  # how long a scheduler at an address has to answer (--dask-timeout)
 
 
 @dataclass(frozen=True)
@@ -125,7 +127,9 @@ def output_for(pattern: str, kind: Kind, first: bool) -> Path:
     return path.with_name(f"{path.name.removesuffix(suffixes)}.{kind.label}{suffixes}")
 
 
-def run_on_dask(request: TuneRequest, address: str, created_at: str) -> TuneReport:
+def run_on_dask(
+    request: TuneRequest, address: str, created_at: str, timeout_s: float = DEFAULT_TIMEOUT_S
+) -> TuneReport:
     try:
         import distributed
     except ImportError:
@@ -134,7 +138,7 @@ def run_on_dask(request: TuneRequest, address: str, created_at: str) -> TuneRepo
     request = dataclasses.replace(request, corpus=_absolute(request.corpus))
     families = select_families(load_corpus(request.corpus), request.kernels)
     items = work_items(families, request.shapes, request.options.shard)
-    with _client(distributed, address) as client:
+    with _client(distributed, address, timeout_s) as client:
         kinds = _kinds_of_workers(distributed, client)
         startup = time.monotonic() - start  # the cluster up, every worker's kind known
         files = _files_for(request, kinds, created_at)
@@ -153,11 +157,12 @@ def _absolute(corpus: str) -> str:
 
 
 @contextlib.contextmanager
-def _client(distributed: Any, address: str) -> Iterator[Any]:
-    """A client of the cluster at `address`, or of one started here for `local` (a worker per visible GPU,
-    or `local:N`: N workers, each with one GPU resource)."""
+def _client(distributed: Any, address: str, timeout_s: float = DEFAULT_TIMEOUT_S) -> Iterator[Any]:
+    """A client of the cluster at `address` (given `timeout_s` to answer), or of one started here for
+    `local` (a worker per visible GPU, or `local:N`: N workers, each with one GPU resource)."""
     if address != LOCAL and not address.startswith(f"{LOCAL}:"):
-        with distributed.Client(address, timeout="60s") as client:
+        reach(address, timeout_s)
+        with distributed.Client(address, timeout=f"{timeout_s}s") as client:
             yield client
         return
     specs = _local_workers(address)
@@ -174,6 +179,28 @@ def _client(distributed: Any, address: str) -> Iterator[Any]:
         distributed.Client(cluster) as client,
     ):
         yield client
+
+
+def reach(address: str, timeout_s: float) -> None:
+    """Fails at once when nothing listens at a TCP scheduler's address (a refused connection), and within
+    `timeout_s` when nothing answers; other addresses (tls://, ucx://, a scheduler file) are left to Dask."""
+    scheme, sep, rest = address.partition("://")
+    host_port = rest if sep else scheme
+    if sep and scheme != "tcp":
+        return
+    host, colon, port = host_port.rpartition(":")
+    if not colon or not port.isdigit():
+        return
+    try:
+        socket.create_connection((host.strip("[]"), int(port)), timeout=timeout_s).close()
+    except TimeoutError:
+        raise TunedKernelsError(
+            f"--dask {address}: no answer within {timeout_s:g} s (--dask-timeout)"
+        ) from None
+    except OSError as exc:
+        raise TunedKernelsError(
+            f"--dask {address}: cannot reach the scheduler: {exc.strerror or exc}"
+        ) from None
 
 
 def _local_workers(address: str) -> list[dict[str, str]]:

@@ -7,6 +7,7 @@ from __future__ import annotations
 import json
 import os
 import signal
+import socket
 import subprocess
 import sys
 import time
@@ -53,6 +54,38 @@ def test_without_dask_installed_dask_fails_with_one_line_saying_what_to_install(
     done = subprocess.run(command, capture_output=True, text=True, env=env, cwd=tmp_path, timeout=300)
     assert done.returncode != 0 and len(done.stderr.strip().splitlines()) == 1, done.stderr[-2000:]
     assert "pip install 'tuned-kernels[dask]'" in done.stderr and not (tmp_path / "r.pb").exists()
+
+
+def test_a_scheduler_address_where_nothing_listens_fails_with_one_line(tmp_path: Path) -> None:
+    """A refused connection is said at once (Dask itself retried for its whole 60 s timeout)."""
+    with socket.socket() as free:  # a port of this machine that nothing listens on once closed
+        free.bind(("127.0.0.1", 0))
+        port = free.getsockname()[1]
+    command = tune_command("--corpus", CORPUS, "-o", "r.pb", "--dask", f"tcp://127.0.0.1:{port}")
+    done = subprocess.run(command, capture_output=True, text=True, cwd=tmp_path, timeout=30)
+    assert done.returncode != 0 and len(done.stderr.strip().splitlines()) == 1, done.stderr[-2000:]
+    assert (
+        "cannot reach the scheduler: Connection refused" in done.stderr and not (tmp_path / "r.pb").exists()
+    )
+
+
+def test_a_scheduler_that_does_not_answer_fails_after_the_stated_timeout(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    from tuned_kernels.aot import dask_tune
+
+    from tuned_kernels.errors import TunedKernelsError
+
+    asked: list[float] = []
+
+    def silent(address: tuple[str, int], timeout: float) -> None:
+        asked.append(timeout)
+        raise TimeoutError
+
+    monkeypatch.setattr(socket, "create_connection", silent)
+    with pytest.raises(TunedKernelsError, match=r"no answer within 7 s \(--dask-timeout\)"):
+        dask_tune.reach("tcp://scheduler.example:8786", 7.0)
+    assert asked == [7.0]
 
 
 def test_two_workers_tune_every_key_once_as_one_process_would(tmp_path: Path) -> None:

@@ -120,7 +120,7 @@ def cmd_tune(args: argparse.Namespace) -> int:
     if args.dask:
         from tuned_kernels.aot.dask_tune import run_on_dask
 
-        report = run_on_dask(request, args.dask, utc_now())
+        report = run_on_dask(request, args.dask, utc_now(), args.dask_timeout)
     else:
         report = run_tune(request, utc_now())
     written = ", ".join(report.outputs) or args.output
@@ -501,6 +501,13 @@ def _add_tuning_commands(sub: Any) -> None:
         metavar="ADDRESS",
         help="tune on a Dask cluster (tcp://HOST:8786), or on one started here: local (a worker per GPU) "
         "or local:N; each kind of GPU and compiler gets its own file (-o may hold {target} and {compiler})",
+    )
+    p.add_argument(
+        "--dask-timeout",
+        type=_positive_seconds,
+        default=30.0,
+        metavar="SECONDS",
+        help="how long the scheduler at --dask ADDRESS has to answer (a refused connection fails at once)",
     )
     p.add_argument(
         "--jobs",
