@@ -22,7 +22,9 @@ def exit_summary(summary: Mapping[str, Any]) -> list[str]:
         named = "; ".join(f"{name} ({', '.join(key)})" for name, key in missed[:MAX_NAMED])
         more = f" and {misses - MAX_NAMED} more" if misses > MAX_NAMED else ""
         overlay = summary["overlay"]["path"]
-        lines.append(f"missed: {named}{more}; tuned here and kept in {overlay} (every environment of this user)")
+        lines.append(
+            f"missed: {named}{more}; tuned here and kept in {overlay} (every environment of this user)"
+        )
     changed = summary["changed_kernels"]
     if changed:
         named = ", ".join(sorted(changed)[:MAX_NAMED])

@@ -9,6 +9,7 @@ here reads the environment.
 from __future__ import annotations
 
 import atexit
+import dataclasses
 import threading
 import warnings
 from collections.abc import Callable, Sequence
@@ -42,6 +43,7 @@ class Registry:
         self.host_modules: host_modules.BuildReport | None = None  # what the warm-up built
         self.warmup: threading.Thread | None = None
         self._loaded: Loaded | None = None
+        self._moved: dict[str, model.KernelIdentity | None] = {}  # kernel name -> where its module was
         self._load_lock = threading.Lock()
 
     def load(self) -> Loaded:
@@ -76,12 +78,27 @@ class Registry:
         loaded = self.load()
         if loaded.target is None:
             return Decision("miss")
-        decision = decide(identity, key, fits, loaded.sources, self.settings.policy)
+        stored_as = self._stored_as(identity, loaded)
+        decision = decide(stored_as, key, fits, loaded.sources, self.settings.policy)
         torch_version = loaded.compiler.torch_version if loaded.compiler else "?"
         self.notices.after(identity, key, decision, loaded.sources, torch_version)
         if counted and decision.served:
             self.stats.count(decision, identity.name, key)
         return decision
+
+    def _stored_as(self, identity: model.KernelIdentity, loaded: Loaded) -> model.KernelIdentity:
+        """The identity the bundles hold this kernel under: its own, or, where its module was renamed since
+        it was tuned, the old name's (said once per kernel)."""
+        if identity.name not in self._moved:
+            moved = loaded.sources.moved(identity)
+            self._moved[identity.name] = moved
+            if moved is not None:
+                self._problem(
+                    f"serving {identity.name} from the entries of {moved.name}: the same kernel (its source "
+                    "digest matches) in a module renamed since it was tuned"
+                )
+        moved = self._moved[identity.name]
+        return identity if moved is None else dataclasses.replace(moved, param_names=identity.param_names)
 
     def record(
         self, measured: Measured, compiled: Callable[[model.Config], Compiled] | None = None

@@ -76,6 +76,21 @@ class LoadedSources:
                 keys[e.key] = (e, view.path)
         return keys
 
+    def moved(self, identity: model.KernelIdentity) -> model.KernelIdentity | None:
+        """The identity a selected bundle holds this kernel under when its module was renamed since (a
+        script run under another file name): the same function name and source digest, another module;
+        None when a bundle holds the kernel under its own name, or no bundle holds it."""
+        function = identity.name.rsplit(".", 1)[-1]
+        found = None
+        for view in list(self.bundles):
+            for kernel in view.kernels():
+                if kernel.name == identity.name:
+                    return None
+                same = kernel.source_hash == identity.source_hash and kernel.scheme == identity.scheme
+                if found is None and same and kernel.name.rsplit(".", 1)[-1] == function:
+                    found = kernel
+        return found
+
     def stale_entries(self, identity: model.KernelIdentity) -> list[model.Entry]:
         """Stale bundles' entries for kernels of this name (any source: the kernel may have changed too)."""
         names = dict.fromkeys(each.name for each in identity.all())

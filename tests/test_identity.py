@@ -72,6 +72,17 @@ def test_a_script_is_named_by_the_module_it_imports_as(captured: Path) -> None:
     assert read_results(captured).entries[0].kernel.scheme is model.IdentityScheme.SOURCE
 
 
+def test_a_script_renamed_since_its_capture_is_served_with_one_note(tmp_path: Path, captured: Path) -> None:
+    """app.py renamed app_v2.py, its kernel unchanged: the same function name and source digest under
+    another module is the same kernel, served from the old name's entries, said once."""
+    (tmp_path / "app_v2.py").write_text(APP)
+    env = {"TUNED_KERNELS": "1", "TUNED_KERNELS_PATH": str(captured), "TUNED_KERNELS_VERBOSE": "1"}
+    out = _run([sys.executable, "app_v2.py"], tmp_path, **env)
+    assert out.returncode == 0, out.stderr[-3000:]
+    assert "tuned-kernels: 1 hits, 0 misses" in out.stderr, out.stderr[-3000:]
+    assert out.stderr.count("serving app_v2.scale_kernel from the entries of app.scale_kernel") == 1
+
+
 def test_a_script_captured_as_python_app_is_served_to_tests_that_import_it(
     tmp_path: Path, captured: Path
 ) -> None:

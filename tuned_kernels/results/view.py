@@ -68,6 +68,10 @@ class ResultsView:
         decoded)."""
         return frozenset(k.source_hash for k in self._tables.kernels if k.name == kernel_name)
 
+    def kernels(self) -> tuple[model.KernelIdentity, ...]:
+        """The kernels this file holds entries for (its kernel table: no entry is decoded)."""
+        return tuple(self._tables.kernels)
+
     def results(self) -> model.Results:
         """Every entry, decoded and validated (once: the warm-up and the registry both ask)."""
         if self._results is None:
