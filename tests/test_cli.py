@@ -9,6 +9,7 @@ import json
 import os
 import subprocess
 import sys
+import zipfile
 from pathlib import Path
 
 import pytest
@@ -104,3 +105,26 @@ def test_index_prints_the_commands_that_serve_it_and_install_from_it(tmp_path: P
         and (Path(served) / "app-tuned-cpu/index.html").is_file()
     )
     assert lines[2].endswith("pip install --extra-index-url http://127.0.0.1:8000/ app-tuned-cpu")
+
+
+def test_inspect_reads_a_bundle_wheel_a_folder_and_an_installed_bundle_by_name(tmp_path: Path) -> None:
+    bundle = tmp_path / "app.textproto"
+    write_results(bundle, factories.results(factories.entry("app.scale_kernel")))
+    assert (
+        _cli("build-wheel", str(bundle), "--name", "app-tuned", "-o", str(tmp_path / "dist")).returncode == 0
+    )
+    (wheel,) = (tmp_path / "dist").glob("*.whl")
+    site = tmp_path / "site"  # installed as pip would lay it out (a wheel is a zip of its installed files)
+    zipfile.ZipFile(wheel).extractall(site)
+    for name, env in [
+        (str(wheel), {}),
+        (str(tmp_path / "dist"), {}),
+        ("app_tuned-CPU", {"PYTHONPATH": str(site)}),
+    ]:
+        out = _cli("inspect", name, **env)
+        assert out.returncode == 0 and "app.scale_kernel" in out.stdout, (name, out.stderr)
+    missing = _cli("inspect", "no-such-bundle")
+    assert (
+        missing.returncode != 0
+        and "no such results file, folder, wheel or installed bundle" in missing.stderr
+    )

@@ -57,11 +57,17 @@ def cmd_detect(args: argparse.Namespace) -> int:
 
 
 def cmd_inspect(args: argparse.Namespace) -> int:
-    from tuned_kernels.results import read_results
+    from tuned_kernels.results.inspected import results_named
     from tuned_kernels.results.report import results_summary, results_table
 
-    results = read_results(args.file)
-    print(json.dumps(results_summary(results), indent=2) if args.json else results_table(results))
+    named = results_named(args.file)
+    if args.json:
+        shown = [{"file": where, **results_summary(results)} for where, results in named]
+        print(json.dumps(shown[0] if len(shown) == 1 else shown, indent=2))
+    else:
+        tables = [results_table(results) for _, results in named]
+        heads = [f"file      {printable(where)}\n" if len(named) > 1 else "" for where, _ in named]
+        print("\n\n".join(head + table for head, table in zip(heads, tables, strict=True)))
     return 0
 
 
@@ -429,13 +435,17 @@ def _add_inspection_commands(sub: Any) -> None:
         sub,
         "inspect",
         "show a results file: kernels, keys, best configs, target, compiler",
-        "Any results file or bundle (.textproto, .pb, .binpb, each optionally .zst): its target and\n"
-        "compiler, how its kernels are identified, and per key the best config, its time and the configs\n"
-        "rejected (with why).",
-        "  tuned-kernels inspect app.pb.zst\n  tuned-kernels inspect app.pb.zst --json | jq .entries",
+        "Any results file or bundle (.textproto, .pb, .binpb, each optionally .zst), a folder of them, a\n"
+        "bundle wheel or an installed bundle's name: its target and compiler, how its kernels are\n"
+        "identified, and per key the best config, its time and the configs rejected (with why).",
+        "  tuned-kernels inspect app.pb.zst\n  tuned-kernels inspect app-tuned-cpu\n"
+        "  tuned-kernels inspect dist/app_tuned_cpu-0.1.0-py3-none-any.whl\n"
+        "  tuned-kernels inspect app.pb.zst --json | jq .entries",
         cmd_inspect,
     )
-    p.add_argument("file", help="the results file or bundle")
+    p.add_argument(
+        "file", help="a results file, a folder of them, a bundle wheel or an installed bundle's name"
+    )
     _json(p, "the file's contents")
 
 
