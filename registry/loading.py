@@ -98,9 +98,10 @@ def load(settings: Settings, opened: OpenedBundles, on_problem: Problem) -> Load
     loaded = Loaded(target, compiler, selection, sources)
     header = loaded.header(model.Producer.CAPTURE)  # the schema's producers: tune, capture, merge
 
-    store = _compiled_kernels(selection, views, target, compiler, on_problem, settings.compiled)
+    store = _compiled_kernels(selection, views, target, compiler, sources, settings.compiled)
+    store.on_problem = on_problem
     if settings.compiled and settings.capture is None:
-        selected = [(c.name, views[c.path]) for c in selection.selected]
+        selected = [(c.name, views[c.path]) for c in selection.selected if views[c.path] in sources.bundles]
         loaded.graphs = graph_files(selected, target, compiler, on_problem)
     capture = None if settings.capture is None else CaptureSink(settings.capture, header, on_problem)
     recorder = capture.keep_compiled if capture is not None and not interpreting() else None
@@ -137,18 +138,19 @@ def _compiled_kernels(
     views: Mapping[str, ResultsView],
     target: model.Target,
     compiler: model.CompilerFingerprint,
-    on_problem: Problem,
+    sources: LoadedSources,
     wanted: bool,
 ) -> cache_manager.ArtifactStore:
     store = cache_manager.ArtifactStore()
-    store.on_problem = on_problem
     for candidate in selection.selected if wanted else ():
         view = views[candidate.path]
         if view.has_blobs and artifacts_fit(view.header, target, compiler):
             try:
                 store.add(view.results(), candidate.name, other_files=graphs.NAME)
-            except TunedKernelsError as exc:  # one bad entry: this bundle's compiled kernels go unused
-                on_problem(f"not using the compiled kernels of {candidate.name}: {exc}")
+            except (
+                TunedKernelsError
+            ) as exc:  # a bad entry: the bundle is dropped, said once (as a look-up would)
+                sources.drop(view, exc)
     return store
 
 

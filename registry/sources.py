@@ -148,6 +148,10 @@ class LoadedSources:
             self._drop(view, exc)
             return []
 
+    def drop(self, view: ResultsView, exc: TunedKernelsError) -> None:
+        """This bundle answers no more: one of its entries or its index is bad (said once)."""
+        self._drop(view, exc)
+
     def _drop(self, view: ResultsView, exc: TunedKernelsError) -> None:
         self.bundles = [b for b in self.bundles if b is not view]
         self.stale = [b for b in self.stale if b is not view]

@@ -444,3 +444,31 @@ def test_compiled_kernels_are_held_to_serve_unless_turned_off(
         finally:
             cache_manager.uninstall()
     assert held == {"1": len({e.artifacts[0].cache_key for e in compiled.entries}), "0": 0}
+
+
+def test_a_compiled_bundle_with_one_bad_entry_is_dropped_with_one_warning(
+    compiled: model.Results, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """One entry that does not decode (here an artifact file named outside its folder): the bundle is
+    dropped once, said once, whichever path (compiled kernels, a look-up) meets the entry first."""
+    from tuned_kernels.registry.loading import load
+    from tuned_kernels.registry.settings import Settings
+
+    from tuned_kernels.results.discovery import open_installed
+
+    first = compiled.entries[0]
+    bad_file = dataclasses.replace(first.artifacts[0].files[0], name="../escape.cubin")
+    bad = dataclasses.replace(first, artifacts=(dataclasses.replace(first.artifacts[0], files=(bad_file,)),))
+    bundle = tmp_path / "compiled.textproto"
+    write_results(bundle, compiled.with_entries((bad, *compiled.entries[1:])))
+    monkeypatch.setenv("TUNED_KERNELS_PATH", str(bundle))
+    monkeypatch.setenv("TUNED_KERNELS_TARGET", compiled.header.target.arch)
+    monkeypatch.setenv("TUNED_KERNELS_CACHE_DIR", str(tmp_path / "cache"))
+    said: list[str] = []
+    try:
+        loaded = load(Settings(), open_installed(), said.append)
+    finally:
+        cache_manager.uninstall()
+    (problem,) = said
+    assert problem.startswith("dropping bundle: ") and "a plain file name" in problem
+    assert len(loaded.store) == 0 and loaded.sources.lookup(bad.slot) is None and said == [problem]

@@ -119,6 +119,12 @@ def empty_entries_bomb(results: model.Results) -> bytes:
 
 # (id, file name, its bytes made from the tuned results): every one is refused, with one short warning
 HOSTILE: list[tuple[str, str, Callable[[model.Results], bytes]]] = [
+    # what `inspect` refuses is not served either
+    (
+        "blob-not-named-by-a-sha256",
+        "b.textproto",
+        lambda r: text_of(r) + b'blobs { key: "../x" value: "a" }\n',
+    ),
     ("edited-value", "b.textproto", lambda r: text_of(edit_best(r, lambda k: {**k, "BLOCK": -64}))),
     (
         "value-not-in-space",

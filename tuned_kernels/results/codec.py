@@ -278,13 +278,18 @@ def check_schema_version(version: int) -> None:
     _require(version >= 1, "header.schema_version", f"1..{model.SCHEMA_VERSION}")
 
 
+def check_blob_keys(msg: pb.Results) -> None:
+    """Every blob is named by a sha256 (its contents are checked against it where they are used)."""
+    for sha in msg.blobs:
+        _require(matches(_HEX64, sha), "blobs", "keys of 64 hex digits")
+
+
 def results_from_pb(msg: pb.Results, stored: packing.Entries) -> model.Results:
     """Every entry of `msg`, decoded; `stored` is `msg`'s entries as opened (packed or not)."""
     header = header_from_pb(msg)
     tables = tables_from_pb(msg)
     entries = tuple(entry_from_pb(stored.raw(i), tables, f"entries[{i}]") for i in range(len(stored)))
-    for sha in msg.blobs:
-        _require(matches(_HEX64, sha), "blobs", "keys of 64 hex digits")
+    check_blob_keys(msg)
     # blob contents are checked against their sha256 where they are used (triton_edge.cache_manager)
     return model.Results(header, entries, dict(msg.blobs))
 

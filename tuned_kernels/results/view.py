@@ -21,6 +21,7 @@ class ResultsView:
         try:
             self.header = codec.header_from_pb(msg)
             self._tables = codec.tables_from_pb(msg)
+            codec.check_blob_keys(msg)  # as `inspect` does: a file it refuses is not served either
             self._stored = packing.Entries(msg)
         except ValueError as exc:
             raise ResultsFormatError(path, str(exc)) from None
