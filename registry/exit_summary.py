@@ -43,6 +43,10 @@ def exit_summary(summary: Mapping[str, Any]) -> list[str]:
         else "no compiled kernels in the selected bundles"
     )
     lines.append(f"bundles: {bundles}; {kernels}")
+    if summary.get("fallbacks"):
+        from tuned_kernels.fallbacks import described
+
+        lines.append(f"fell back: {described(summary['fallbacks'])}")
     graphs = summary.get("graphs", {})
     if graphs.get("files_placed") or graphs.get("files_present") or graphs.get("fxgraph_misses"):
         lines.append(

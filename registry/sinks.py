@@ -12,7 +12,7 @@ from typing import Protocol
 
 from tuned_kernels.registry.compiled_batch import CompiledKernelBatch
 
-from tuned_kernels import model
+from tuned_kernels import fallbacks, model
 from tuned_kernels.errors import one_line
 from tuned_kernels.inductor_edge import keys as inductor_keys
 from tuned_kernels.resolving import Compiled
@@ -45,12 +45,15 @@ class _ResultsFile:
         self, entries: Sequence[model.Entry], blobs: dict[str, bytes], limit: int | None, supersede: bool
     ) -> None:
         if self.path is None or (self.failed and not self.retry):
+            if self.failed:
+                fallbacks.count("overlay_write")
             return
         from tuned_kernels.results import overlay
 
         try:
             overlay.add_to_overlay(self.path, self.header, entries, blobs, limit, supersede=supersede)
         except Exception as exc:  # read-only or full disk, lock time-out: keep running, say so once
+            fallbacks.count("overlay_write")
             if not self.failed:
                 self.failed = True
                 self.on_problem(

@@ -14,6 +14,7 @@ from tuned_kernels.registry.exit_summary import exit_summary
 from tuned_kernels.registry.loading import Loaded
 from tuned_kernels.registry.stats import Stats
 
+from tuned_kernels import fallbacks
 from tuned_kernels.triton_edge import host_modules
 
 MAX_KEYS_LISTED = 16
@@ -52,6 +53,7 @@ def summary(
             "compiled_here": store.compiled_here if len(store) else None,
         },
         "graphs": graph_summary(stats),
+        "fallbacks": fallbacks.counts(),
         "host_modules_built_ahead": dataclasses.asdict(built) if built else None,
         "missed_kernels": dict(stats.missed_kernels),
         "missed_keys": [[name, [str(v) for v in key]] for name, key in stats.missed_keys[:MAX_KEYS_LISTED]],

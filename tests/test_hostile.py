@@ -664,3 +664,35 @@ def test_an_enormous_text_bundle_is_refused_before_it_is_read(tmp_path: Path, ba
     (warned,) = run.warnings
     assert "text larger than the 8388608-byte limit: use .pb.zst" in warned
     assert run.stats["max_rss_kb"] - baseline_rss_kb < 64 * 1024
+
+
+def test_overlay_writes_that_fail_are_counted_and_named_as_a_fall_back(tmp_path: Path) -> None:
+    """An overlay that cannot be written: the program runs, says so once, and stats() counts each tuned
+    config that stayed in the process."""
+    run = run_program(tmp_path, None, Path("/proc/tuned-kernels-cannot-write-here"))
+    assert run.stats["misses"] == 2 and run.stats["fallbacks"] == {"overlay_write": 2}, run.stats
+    (warned,) = run.warnings
+    assert "cannot write /proc/tuned-kernels-cannot-write-here" in warned
+
+
+def test_a_hook_failure_leaves_the_decision_to_its_owner_counted_each_time() -> None:
+    from tuned_kernels.registry.exit_summary import exit_summary
+
+    from tuned_kernels import fallbacks
+    from tuned_kernels.errors import owner_decides
+
+    before = fallbacks.counts().get("owner_decides", 0)
+    said: list[str] = []
+    seen: set[str] = set()
+    for _ in range(3):
+        with owner_decides(said.append, "serve a choice", "Inductor", seen):
+            raise RuntimeError("an object laid out otherwise")
+    assert (
+        fallbacks.counts()["owner_decides"] == before + 3 and len(said) == 1
+    )  # counted each time, said once
+    summary = {"hits": 0, "nearest": 0, "misses": 0, "misses_by_reason": {}, "configs_benchmarked": 0,
+               "seconds_tuning": 0.0, "changed_kernels": {}, "selected": [], "overlay": {"path": "o"},
+               "compiled_kernels": {"compiled_here": None}, "fallbacks": {"owner_decides": 3}}  # fmt: skip
+    assert "tuned-kernels: fell back: 3 x Inductor or Helion decided alone (tuned-kernels' hook failed)" in (
+        exit_summary(summary)
+    )

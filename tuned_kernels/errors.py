@@ -84,6 +84,9 @@ def owner_decides(warn: Callable[[str], None], what: str, owner: str, said: set[
     try:
         yield
     except Exception as exc:
+        from tuned_kernels import fallbacks
+
+        fallbacks.count("owner_decides")
         if what not in said:
             said.add(what)
             warn(f"could not {what}: {one_line(f'{type(exc).__name__}: {exc}')}; {owner} decides")

@@ -25,6 +25,8 @@ from typing import Any, NamedTuple
 
 import torch
 
+from tuned_kernels import fallbacks
+
 LIMIT = 4096  # direct launches kept per kernel (distinct specializations); past it they are forgotten
 _PLAIN = (int, float, bool, str, type(None))
 
@@ -163,6 +165,7 @@ def _direct_for(
         options = {**constexprs, **config.all_kwargs()}
         return _Direct(compiled, tail, config.pre_hook, names, options)
     except Exception:  # anything unexpected in Triton's objects: launch through Triton
+        fallbacks.count("direct_launch")
         return _THROUGH_TRITON
 
 

@@ -17,7 +17,7 @@ from collections.abc import Iterator, Mapping, Sequence
 from concurrent.futures import Future, ThreadPoolExecutor, wait
 from typing import Any
 
-from tuned_kernels import model
+from tuned_kernels import fallbacks, model
 from tuned_kernels.search import SCREEN_KEEP
 from tuned_kernels.triton_edge import cache_manager
 from tuned_kernels.triton_edge.compile import is_compiled_kernel, make_driver, warmup
@@ -64,8 +64,10 @@ def submit_compiles(
             loaded.set()
 
     def compile_one(config: model.Config) -> None:
-        with contextlib.suppress(Exception):
+        try:
             load(warmup(autotuner, named, config))
+        except Exception:  # its timing compiles it again, one at a time, and rejects it if it fails there
+            fallbacks.count("parallel_compile")
 
     return [pool.submit(compile_one, c) for c in configs]
 
