@@ -2,11 +2,13 @@
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import os
 
-from tuned_kernels.hardware.archs import KNOWN_ARCHS, DeviceFacts, target_for_arch, target_from_facts
+from tuned_kernels.hardware.archs import DeviceFacts, target_for_arch, target_from_facts
 
+from tuned_kernels.errors import UnknownTargetError
 from tuned_kernels.model import Target
 from tuned_kernels.triton_edge.interpreter import interpret_from_now_on, interpreting
 
@@ -17,8 +19,9 @@ def detect() -> Target:
     """The target of this process: TUNED_KERNELS_TARGET if it names one, else device 0, else the cpu target
     (a target name tuned-kernels does not know is ignored: enabling and `doctor` say so)."""
     override = os.environ.get(TARGET_ENV, "").strip()
-    if override.lower() in KNOWN_ARCHS:
-        return target_for_arch(override)
+    if override:
+        with contextlib.suppress(UnknownTargetError):
+            return target_for_arch(override)
     return _detected()
 
 
@@ -61,6 +64,15 @@ def _driver_version() -> str:
     return ""
 
 
+def known_target(name: str) -> bool:
+    """Whether `name` (as TUNED_KERNELS_TARGET may spell it: `sm90`, `SM_90`) is a target tuned-kernels knows."""
+    try:
+        target_for_arch(name.strip())
+    except UnknownTargetError:
+        return False
+    return bool(name.strip())
+
+
 def interpret_without_gpu() -> None:
     """The one rule for a machine with no GPU, applied by every entry point (`TUNED_KERNELS=1`, `enable()`,
     `tuned_kernels.ops`, the pytest plugin, the commands that run kernels): unless TUNED_KERNELS_TARGET names
@@ -68,7 +80,7 @@ def interpret_without_gpu() -> None:
     TRITON_INTERPRET=1 were set, and autotuned kernels are timed with a wall clock (Triton's own timer needs
     a GPU driver). Triton reads the switch when a kernel is defined, so entry points call this before any
     kernel module is imported."""
-    if interpreting() or os.environ.get(TARGET_ENV, "").strip().lower() in KNOWN_ARCHS:
+    if interpreting() or known_target(os.environ.get(TARGET_ENV, "")):
         return  # (a target tuned-kernels does not know is ignored, with one line: the rule applies)
     import torch
 

@@ -11,10 +11,12 @@ import os
 from collections.abc import Callable, Mapping
 
 from tuned_kernels.hardware.archs import KNOWN_ARCHS
+from tuned_kernels.hardware.probe import known_target
 
 from tuned_kernels.errors import one_line
 
 MAX_MISS_JOBS = 256
+TARGET = "TUNED_KERNELS_TARGET"
 
 # variable: the values it takes (None: any text; checked below where it names paths)
 CHOICES: dict[str, tuple[str, ...] | None] = {
@@ -24,7 +26,7 @@ CHOICES: dict[str, tuple[str, ...] | None] = {
     "TUNED_KERNELS_COMPILED": ("0", "1"),
     "TUNED_KERNELS_ON_MISS": ("tune", "nearest"),
     "TUNED_KERNELS_STALE": ("reject", "seed"),
-    "TUNED_KERNELS_TARGET": KNOWN_ARCHS,
+    "TUNED_KERNELS_TARGET": None,  # a target tuned-kernels knows, as `detect` spells it (sm90, SM_90)
     "TUNED_KERNELS_MISS_JOBS": None,
     "TUNED_KERNELS_PATH": None,
     "TUNED_KERNELS_CACHE_DIR": None,
@@ -57,6 +59,8 @@ def environment_problems(environ: Mapping[str, str], kind_of: KindOf = kind_of_p
         if choices is not None and value.lower() not in choices and value != "":
             takes = " or ".join(choices) if len(choices) < 4 else "one of " + ", ".join(choices)
             problems.append(f"{name}={shown}: takes {takes}; ignored")
+        elif name == TARGET and value and not known_target(value):
+            problems.append(f"{name}={shown}: takes one of {', '.join(KNOWN_ARCHS)}; ignored")
         elif name == "TUNED_KERNELS_MISS_JOBS" and value and not _count(value):
             problems.append(f"{name}={shown}: takes a whole number from 1 to {MAX_MISS_JOBS}; ignored")
         elif name == "TUNED_KERNELS_PATH":

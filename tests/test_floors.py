@@ -107,6 +107,7 @@ CORE = (
     "search",
     "decision",
     "errors",
+    "fallbacks",
     "whole_match",
     "results.merge",
 )

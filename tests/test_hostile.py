@@ -559,7 +559,7 @@ BAD_COMMANDS = [
     "newer-compilers {tmp}/evil-version.textproto --releases {tmp}/releases.json",
     "newer-compilers /nonexistent --releases {tmp}/releases.json",
     "inspect {tmp}/fifo.pb",
-    "inspect {tmp}",
+    "inspect {tmp}/no-such-bundle",
     "inspect {tmp}/notes.txt",
     "tune --corpus {tmp}/missing.py -o {tmp}/out.pb",
     "tune --corpus " + DOUBLING + " --seed-from {tmp}/missing.pb -o {tmp}/out.pb",
