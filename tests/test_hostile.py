@@ -125,6 +125,11 @@ HOSTILE: list[tuple[str, str, Callable[[model.Results], bytes]]] = [
         "b.textproto",
         lambda r: text_of(r) + b'blobs { key: "../x" value: "a" }\n',
     ),
+    (
+        "two-entries-for-one-key",
+        "b.pb",
+        lambda r: encode_results(dataclasses.replace(r, entries=(*r.entries, r.entries[0])), "b.pb"),
+    ),
     ("edited-value", "b.textproto", lambda r: text_of(edit_best(r, lambda k: {**k, "BLOCK": -64}))),
     (
         "value-not-in-space",

@@ -278,6 +278,12 @@ def check_schema_version(version: int) -> None:
     _require(version >= 1, "header.schema_version", f"1..{model.SCHEMA_VERSION}")
 
 
+def two_for_one_key(first: int, second: int) -> str:
+    """What a file holding two entries for one key is told (which one a look-up got would depend on how it
+    searched): the same words whether the file is read whole or looked up."""
+    return f"field entries[{first}] and entries[{second}]: expected one entry for each key"
+
+
 def check_blob_keys(msg: pb.Results) -> None:
     """Every blob is named by a sha256 (its contents are checked against it where they are used)."""
     for sha in msg.blobs:
@@ -290,6 +296,10 @@ def results_from_pb(msg: pb.Results, stored: packing.Entries) -> model.Results:
     tables = tables_from_pb(msg)
     entries = tuple(entry_from_pb(stored.raw(i), tables, f"entries[{i}]") for i in range(len(stored)))
     check_blob_keys(msg)
+    first: dict[model.EntrySlot, int] = {}
+    for i, entry in enumerate(entries):
+        if first.setdefault(entry.slot, i) != i:
+            raise ValueError(two_for_one_key(first[entry.slot], i))
     # blob contents are checked against their sha256 where they are used (triton_edge.cache_manager)
     return model.Results(header, entries, dict(msg.blobs))
 

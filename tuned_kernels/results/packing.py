@@ -87,11 +87,11 @@ class Entries:
         digests = list(self._msg.index)
         return digests if len(digests) == self._count else None
 
-    def find(self, digest: bytes) -> int | None:
-        """The position of the entry with this slot digest in a packed index (a C-speed search), else None;
-        `digests()` answers for an unpacked file."""
+    def find(self, digest: bytes, start: int = 0) -> int | None:
+        """The position of the first entry from `start` on with this slot digest in a packed index (a
+        C-speed search), else None; `digests()` answers for an unpacked file."""
         index = self._index
-        at = index.find(digest)
+        at = index.find(digest, start * DIGEST_BYTES)
         while at >= 0 and at % DIGEST_BYTES:  # a match straddling two digests: look further
             at = index.find(digest, at + 1)
         return None if at < 0 else at // DIGEST_BYTES

@@ -6,6 +6,9 @@ Binary files carry an index of slot digests (see results.proto); text files are 
 
 from __future__ import annotations
 
+from collections import Counter
+from typing import NoReturn
+
 from tuned_kernels import model
 from tuned_kernels.errors import ResultsFormatError
 from tuned_kernels.results import codec, packing
@@ -27,6 +30,7 @@ class ResultsView:
             raise ResultsFormatError(path, str(exc)) from None
         self._digests: list[bytes] | None = None
         self._slots: dict[bytes, int] | None = None
+        self._twice: set[bytes] = set()  # digests of keys that two entries hold
         self._scans = 0
         self._named: dict[str, list[model.Entry]] = {}
         self._results: model.Results | None = None
@@ -87,19 +91,33 @@ class ResultsView:
         the digest list (C speed, a few ms for 100k entries), later ones use a dict built once (which costs
         more than a search)."""
         if self._slots is not None:
+            if digest in self._twice:
+                self._two_for_one_key(digest)
             return self._slots.get(digest)
         if self._stored.packed and self._scans < SCANS_BEFORE_DICT:
             self._scans += 1
-            return self._stored.find(digest)
+            found = self._stored.find(digest)
+            if found is not None and self._stored.find(digest, found + 1) is not None:
+                self._two_for_one_key(digest)
+            return found
         digests = self._digest_list()
         self._scans += 1
         if self._scans > SCANS_BEFORE_DICT:
             self._slots = dict(zip(digests, range(len(digests)), strict=True))
-            return self._slots.get(digest)
+            if len(self._slots) < len(digests):
+                self._twice = {d for d, n in Counter(digests).items() if n > 1}
+            return self._position(digest)
+        if digests.count(digest) > 1:
+            self._two_for_one_key(digest)
         try:
             return digests.index(digest)
         except ValueError:
             return None
+
+    def _two_for_one_key(self, digest: bytes) -> NoReturn:
+        """Two entries for one key: refused as reading the file whole refuses it (`codec.two_for_one_key`)."""
+        first, second = [i for i, d in enumerate(self._digest_list()) if d == digest][:2]
+        raise ResultsFormatError(self.path, codec.two_for_one_key(first, second))
 
     def _digest_list(self) -> list[bytes]:
         if self._digests is None:
