@@ -286,6 +286,9 @@ def cmd_newer_compilers(args: argparse.Namespace) -> int:
     return 0
 
 
+LARGE_WHEEL_BYTES = 100 << 20
+
+
 def cmd_build_wheel(args: argparse.Namespace) -> int:
     from pathlib import Path
 
@@ -296,7 +299,14 @@ def cmd_build_wheel(args: argparse.Namespace) -> int:
         print(json.dumps([{"wheel": str(p), "bytes": p.stat().st_size} for p in wheels]))
         return 0
     for path in wheels:
-        print(f"built {path} ({path.stat().st_size} bytes)")
+        size = path.stat().st_size
+        print(f"built {path} ({size} bytes)")
+        if size > LARGE_WHEEL_BYTES:  # PyPI's default file limit; most indexes take more, pip takes any
+            print(
+                f"  {path.name} is over {LARGE_WHEEL_BYTES >> 20} MB: `inspect` its results for the compiled "
+                "graphs' share; tune or capture in shards, or serve the graphs from a file of their own",
+                file=sys.stderr,
+            )
     return 0
 
 
