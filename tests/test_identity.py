@@ -112,6 +112,9 @@ def test_a_change_to_what_the_kernel_does_is_tuned_again_and_said_once(
     assert out.stderr.count(CHANGED) == 1, out.stderr[-3000:]
     assert f"app.pb: holds app.scale_kernel for another source: {CHANGED}" in out.stderr
     assert "tuned-kernels: 0 hits, 2 misses (2 kernel changed); 4 configs benchmarked" in out.stderr
+    (missed,) = [line for line in out.stderr.splitlines() if line.startswith("tuned-kernels: missed: ")]
+    assert "app.scale_kernel (100, " in missed and "app.scale_kernel (300, " in missed
+    assert f"kept in {tmp_path / 'overlay'}" in missed and "(every environment of this user)" in missed
 
 
 def test_a_bundle_made_by_the_previous_release_still_serves(tmp_path: Path) -> None:

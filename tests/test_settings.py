@@ -87,3 +87,30 @@ def test_doctor_marks_each_setting_it_cannot_honour_as_a_fail(tmp_path: Path) ->
     failed = [line for line in out.stdout.splitlines() if line.startswith("fail")]
     assert out.returncode == 1 and len(failed) == 2, out.stdout
     assert "mine.pb.zs: no such file or folder" in failed[1] and "COMPILED=maybe" in failed[0]
+
+
+def test_an_unknown_target_on_a_machine_without_a_gpu_is_ignored_and_the_program_runs(tmp_path: Path) -> None:
+    """TUNED_KERNELS_TARGET=sm999 with no GPU: one line, and the Quick start's kernels run through the
+    interpreter as with no target set (Triton crashed for want of a driver before)."""
+    app = tmp_path / "app.py"
+    app.write_text(
+        "import torch, triton, triton.language as tl\n"
+        "@triton.autotune(configs=[triton.Config({'BLOCK': 64}), triton.Config({'BLOCK': 128})], key=['n'])\n"
+        "@triton.jit\n"
+        "def double(x_ptr, y_ptr, n, BLOCK: tl.constexpr):\n"
+        "    offs = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)\n"
+        "    tl.store(y_ptr + offs, tl.load(x_ptr + offs, mask=offs < n) * 2, mask=offs < n)\n"
+        "x, y = torch.ones(100), torch.empty(100)\n"
+        "double[lambda m: (triton.cdiv(100, m['BLOCK']),)](x, y, 100)\n"
+        "assert torch.equal(y, 2 * x); print('ok')\n"
+    )
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("TRITON_", "TUNED_KERNELS"))}
+    env |= {
+        "TUNED_KERNELS": "1",
+        "TUNED_KERNELS_TARGET": "sm999",
+        "TUNED_KERNELS_CACHE_DIR": str(tmp_path / "c"),
+    }
+    out = subprocess.run([sys.executable, str(app)], env=env, capture_output=True, text=True, timeout=120)
+    assert out.returncode == 0 and out.stdout.strip() == "ok", out.stderr[-2000:]
+    (warned,) = factories.warnings_in(out.stderr)
+    assert warned.startswith("tuned-kernels: TUNED_KERNELS_TARGET=sm999: takes one of sm70")
