@@ -85,22 +85,10 @@ def _add_inductor_state(work: Path, inductor_cache: Path) -> None:
     from tuned_kernels.inductor_edge import autotune_cache, graphs
 
     header = _header()
-    found, blobs = graphs.harvest(inductor_cache, _files_target(header.target))
+    found, blobs = graphs.harvest(inductor_cache, graphs.files_target(header.target.arch))
     entries = [*autotune_cache.harvest(inductor_cache), *found]
     if entries:
         add_to_overlay(work, header, entries, blobs, None)
-
-
-def _files_target(target: model.Target) -> str:
-    """What the graphs compiled here were built for, as their artifacts record it."""
-    from tuned_kernels.hardware.archs import triton_target_of
-
-    from tuned_kernels.inductor_edge.graphs import cpu_target
-
-    if target.arch == "cpu":
-        return cpu_target()
-    backend, arch, warp_size = triton_target_of(target.arch)
-    return f"{backend}:{arch}:{warp_size}"
 
 
 def _header() -> model.Header:

@@ -4,7 +4,7 @@ and not when `TUNED_KERNELS_COMPILED=0`. What is not offered is said once per bu
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
@@ -16,29 +16,10 @@ if TYPE_CHECKING:  # the reader is imported when the registry loads, not before
     from tuned_kernels.results.view import ResultsView
 
 
-class _Blobs(Mapping[str, bytes]):
-    """A bundle's file contents, read from its message one at a time."""
-
-    def __init__(self, view: ResultsView) -> None:
-        self.view = view
-
-    def __getitem__(self, sha256: str) -> bytes:
-        data = self.view.blob(sha256)
-        if data is None:
-            raise KeyError(sha256)
-        return data
-
-    def __iter__(self):  # type: ignore[no-untyped-def]
-        return iter(())  # looked up by name only
-
-    def __len__(self) -> int:
-        return 0
-
-
 @dataclass(frozen=True)
 class GraphFile:
     entry: model.Entry
-    blobs: Mapping[str, bytes]
+    blob: graphs.BlobLookup  # its bundle's file contents, read from the message one at a time
     source: str  # the bundle's name
 
 
@@ -76,6 +57,5 @@ def graph_files(
         except TunedKernelsError as exc:
             on_problem(f"not serving the compiled graphs of {name}: {exc}")
             continue
-        blobs = _Blobs(view)
-        offered += [GraphFile(e, blobs, name) for e in named if e.kernel.source_hash == ours.source_hash]
+        offered += [GraphFile(e, view.blob, name) for e in named if e.kernel.source_hash == ours.source_hash]
     return offered

@@ -147,10 +147,8 @@ def _compiled_kernels(
         if view.has_blobs and artifacts_fit(view.header, target, compiler):
             try:
                 store.add(view.results(), candidate.name, other_files=graphs.NAME)
-            except (
-                TunedKernelsError
-            ) as exc:  # a bad entry: the bundle is dropped, said once (as a look-up would)
-                sources.drop(view, exc)
+            except TunedKernelsError as exc:
+                sources.drop(view, exc)  # a bad entry: dropped, said once (as a look-up would)
     return store
 
 

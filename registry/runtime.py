@@ -162,7 +162,7 @@ class Registry:
             by_source.setdefault(f.source, []).append(f)
         for source, files in by_source.items():
             try:
-                placed = graphs.install(((f.entry, f.blobs) for f in files), cache_dir)
+                placed = graphs.install(((f.entry, f.blob) for f in files), cache_dir)
             except OSError as exc:  # a read-only or full cache directory: Inductor compiles as usual
                 self._problem(
                     f"cannot write Inductor's cache: {one_line(str(exc))}; Inductor compiles the graphs"

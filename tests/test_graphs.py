@@ -167,7 +167,7 @@ def test_a_file_already_in_inductors_cache_is_never_replaced(captured: Path, tmp
     mine = tmp_path / str(entry.key[0])
     mine.parent.mkdir(parents=True)
     mine.write_bytes(b"the user's own")
-    placed = graphs.install([(e, results.blobs) for e in _graph_entries(results)], tmp_path)
+    placed = graphs.install([(e, results.blobs.get) for e in _graph_entries(results)], tmp_path)
     assert mine.read_bytes() == b"the user's own"
     assert (placed.present, placed.written, placed.refused) == (1, len(_graph_entries(results)) - 1, [])
 

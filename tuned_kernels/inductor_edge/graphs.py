@@ -22,7 +22,7 @@ from __future__ import annotations
 
 import hashlib
 import platform
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -41,6 +41,7 @@ PATHS = {
     "cpp": whole(rf"[a-z0-9]{{2}}/c{_HASH}(\.main)?\.so"),
 }
 KIND = "cache"  # the config kwarg naming the kind
+BlobLookup = Callable[[str], bytes | None]  # a file's bytes by its sha256 (None: the bundle lacks them)
 
 
 def identity() -> model.KernelIdentity:
@@ -81,10 +82,16 @@ def harvest(cache_dir: Path, gpu_target: str) -> tuple[list[model.Entry], dict[s
     return entries, blobs
 
 
-def cpu_target() -> str:
-    """What a CPU's graph files were built for, as an artifact records it."""
-    machine = "".join(c for c in platform.machine() if c.isalnum() or c == "_") or "unknown"
-    return f"cpu:{machine}:0"
+def files_target(arch: str) -> str:
+    """What the graph files compiled here for the target `arch` were built for, as an artifact records it:
+    Triton's target on a GPU (`cuda:90:32`), the processor on the CPU (`cpu:x86_64:0`)."""
+    from tuned_kernels.hardware.archs import triton_target_of
+
+    if arch == "cpu":
+        machine = "".join(c for c in platform.machine() if c.isalnum() or c == "_") or "unknown"
+        return f"cpu:{machine}:0"
+    backend, triton_arch, warp_size = triton_target_of(arch)
+    return f"{backend}:{triton_arch}:{warp_size}"
 
 
 @dataclass
@@ -95,12 +102,8 @@ class Placed:
     present: int = 0  # already in the cache directory (left as they were)
     refused: list[str] = field(default_factory=list)  # why a file was not placed, one per file
 
-    @property
-    def graphs(self) -> int:
-        return self.written + self.present
 
-
-def why_not_placed(entry: model.Entry, blobs: Mapping[str, bytes]) -> str | None:
+def why_not_placed(entry: model.Entry, blob: BlobLookup) -> str | None:
     """Why a stored entry's file must not reach Inductor's cache directory, or None."""
     relative = entry.key[0] if len(entry.key) == 1 else None
     if not isinstance(relative, str) or kind_of(relative) is None:
@@ -111,7 +114,7 @@ def why_not_placed(entry: model.Entry, blobs: Mapping[str, bytes]) -> str | None
     if len(artifact.files) != 1 or artifact.files[0].name != relative.rsplit("/", 1)[-1]:
         return f"{relative}: not one file of that name"
     (stored,) = artifact.files
-    data = blobs.get(stored.sha256)
+    data = blob(stored.sha256)
     if data is None:
         return f"{relative}: its bytes are missing"
     if len(data) > MAX_FILE_BYTES or hashlib.sha256(data).hexdigest() != stored.sha256:
@@ -134,16 +137,16 @@ def own_name(relative: str) -> str | None:
     return None
 
 
-def install(stored: Iterable[tuple[model.Entry, Mapping[str, bytes]]], cache_dir: Path) -> Placed:
+def install(stored: Iterable[tuple[model.Entry, BlobLookup]], cache_dir: Path) -> Placed:
     """Writes each stored graph file into `cache_dir` where none is, once checked; raises OSError for a
     directory that cannot be written."""
     placed = Placed()
-    for entry, blobs in stored:
-        why = why_not_placed(entry, blobs)
-        if why is not None:
-            placed.refused.append(why)
+    for entry, blob in stored:
+        why = why_not_placed(entry, blob)
+        data = blob(entry.artifacts[0].files[0].sha256) if why is None else None
+        if data is None:
+            placed.refused.append(str(why))
             continue
-        data = blobs[entry.artifacts[0].files[0].sha256]
         if place_new_file(cache_dir / str(entry.key[0]), data):
             placed.written += 1
         else:

@@ -76,10 +76,7 @@ def _relocate_autotune_paths() -> None:
 
     try:
         autotune_cache.relocate_stale_paths()
-    except (
-        ImportError,
-        AttributeError,
-    ) as exc:  # an Inductor laid out otherwise: it tunes such kernels again
+    except (ImportError, AttributeError) as exc:  # an Inductor laid out otherwise tunes them again
         warn(f"cannot relocate Inductor's autotune cache look-ups: {one_line(str(exc))}")
 
 
