@@ -172,12 +172,16 @@ def test_a_file_already_in_inductors_cache_is_never_replaced(captured: Path, tmp
     assert (placed.present, placed.written, placed.refused) == (1, len(_graph_entries(results)) - 1, [])
 
 
+TUNED = "0123abcd" * 8 + ".best_config"  # a name Inductor gives a kernel's tuned config
+
+
 @pytest.mark.parametrize(
     ("path", "expected"),
     [
-        ("/gone/capture/ab/x.best_config", "CACHE/ab/x.best_config"),  # another machine's cache directory
-        ("CACHE/ab/x.best_config", "CACHE/ab/x.best_config"),  # this cache directory's own
-        ("EXISTS/ab/x.best_config", "EXISTS/ab/x.best_config"),  # a file that is there is read where it is
+        ("/gone/capture/ab/TUNED", "CACHE/ab/TUNED"),  # another machine's cache directory
+        ("CACHE/ab/TUNED", "CACHE/ab/TUNED"),  # this cache directory's own
+        ("EXISTS/ab/TUNED", "EXISTS/ab/TUNED"),  # a file that is there is read where it is
+        ("/gone/capture/../TUNED", "/gone/capture/../TUNED"),  # not a name Inductor gives
     ],
 )
 def test_a_tuned_config_looked_up_under_another_cache_directory_is_read_from_this_one(
@@ -185,10 +189,10 @@ def test_a_tuned_config_looked_up_under_another_cache_directory_is_read_from_thi
 ) -> None:
     cache, exists = tmp_path / "cache", tmp_path / "exists"
     (exists / "ab").mkdir(parents=True)
-    (exists / "ab" / "x.best_config").write_text("{}")
+    (exists / "ab" / TUNED).write_text("{}")
 
     def place(text: str) -> str:
-        return text.replace("CACHE", str(cache)).replace("EXISTS", str(exists))
+        return text.replace("CACHE", str(cache)).replace("EXISTS", str(exists)).replace("TUNED", TUNED)
 
     assert autotune_cache.relocated(place(path), cache) == place(expected)
 

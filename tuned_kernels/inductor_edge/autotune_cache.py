@@ -124,8 +124,9 @@ def relocate_stale_paths() -> None:
 
 def relocated(path: str, cache_dir: Path) -> str:
     """`path`, or the same `<2>/<name>.best_config` in `cache_dir` where `path` is another directory's and
-    missing."""
+    missing (only a name Inductor gives such a file: the path came from a bundle's pickled graph)."""
     stale = Path(path)
-    if stale.exists() or stale.is_relative_to(cache_dir) or len(stale.parts) < 2:
+    relative = f"{stale.parent.name}/{stale.name}"
+    if stale.exists() or stale.is_relative_to(cache_dir) or not matches(RELATIVE_PATH, relative):
         return path
-    return str(cache_dir / stale.parent.name / stale.name)
+    return str(cache_dir / relative)
