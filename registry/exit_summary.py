@@ -39,6 +39,7 @@ def exit_summary(summary: Mapping[str, Any]) -> list[str]:
     bundles = ", ".join(b["bundle"] for b in summary["selected"]) or "none"
     kernels = (
         f"compiled kernels: {compiled['served']} served from bundles, {compiled['compiled_here']} compiled here"
+        f"{_named(compiled.get('compiled_here_names', []), compiled['compiled_here'])}"
         if compiled["compiled_here"] is not None
         else "no compiled kernels in the selected bundles"
     )
@@ -55,3 +56,12 @@ def exit_summary(summary: Mapping[str, Any]) -> list[str]:
             f"{graphs['files_placed']} (and {graphs['files_present']} already there)"
         )
     return [f"tuned-kernels: {line}" for line in lines]
+
+
+def _named(names: list[str], count: int) -> str:
+    """ " (a, b and 3 more)" for the first of `count` kernels compiled here, "" for none."""
+    if not names:
+        return ""
+    shown = sorted(set(names))[:MAX_NAMED]
+    more = count - len(shown)
+    return f" ({', '.join(shown)}{f' and {more} more' if more > 0 else ''})"

@@ -51,6 +51,7 @@ def summary(
             "served": store.served,
             "failed": store.failed,
             "compiled_here": store.compiled_here if len(store) else None,
+            "compiled_here_names": store.compiled_here_names if len(store) else [],
         },
         "graphs": graph_summary(stats),
         "fallbacks": fallbacks.counts(),

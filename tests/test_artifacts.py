@@ -202,6 +202,33 @@ def _name(entry: model.Entry) -> str:
     return entry.kernel.name.rsplit(".", 1)[-1]
 
 
+def test_the_verbose_summary_names_the_kernels_a_served_program_compiled_itself(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A kernel no bundle held is stored by Triton through the manager: counted, and named at exit."""
+    from triton.runtime.cache import FileCacheManager
+    from tuned_kernels.registry.exit_summary import exit_summary
+
+    store = cache_manager.ArtifactStore()
+    monkeypatch.setattr(cache_manager.ArtifactCacheManager, "store", store)
+    monkeypatch.setattr(cache_manager.ArtifactCacheManager, "inner_class", FileCacheManager)
+    monkeypatch.setenv("TRITON_CACHE_DIR", str(tmp_path))
+    for key, name in (("a" * 64, "triton_per_fused_sum_1"), ("b" * 64, "triton_poi_fused_0")):
+        manager = cache_manager.ArtifactCacheManager(cache_manager.triton_manager_key(key))
+        assert manager.get_group(f"{name}.json") is None  # no bundle holds it: Triton compiles
+        paths = {f"{name}.{s}": str(manager.put(b"x", f"{name}.{s}")) for s in ("cubin", "json")}
+        manager.put_group(f"{name}.json", paths)
+    summary = {"hits": 0, "nearest": 0, "misses": 0, "misses_by_reason": {}, "configs_benchmarked": 0,
+               "seconds_tuning": 0.0, "changed_kernels": {}, "selected": [{"bundle": "b.pb.zst"}],
+               "overlay": {"path": "o"},
+               "compiled_kernels": {"served": 6, "compiled_here": store.compiled_here,
+                                    "compiled_here_names": store.compiled_here_names}}  # fmt: skip
+    assert (
+        "tuned-kernels: bundles: b.pb.zst; compiled kernels: 6 served from bundles, 2 compiled here "
+        "(triton_per_fused_sum_1, triton_poi_fused_0)"
+    ) in exit_summary(summary)
+
+
 @pytest.mark.parametrize(("case", "make", "said"), HOSTILE_COMPILED, ids=[h[0] for h in HOSTILE_COMPILED])
 def test_a_compiled_kernel_that_is_not_what_it_says_is_compiled_instead_with_one_warning(
     compiled: model.Results, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, case: str, make: Any, said: str

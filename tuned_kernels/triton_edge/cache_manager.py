@@ -32,6 +32,8 @@ from tuned_kernels.triton_edge.artifact_check import (
     why_not_served,
 )
 
+MAX_NAMES_KEPT = 20
+
 
 @dataclass(frozen=True)
 class _Held:
@@ -49,6 +51,7 @@ class ArtifactStore:
         self.served = 0
         self.failed = 0
         self.compiled_here = 0  # kernels Triton compiled and stored through this manager
+        self.compiled_here_names: list[str] = []  # the first MAX_NAMES_KEPT of them, by kernel name
         self.on_problem: Callable[[str], None] = lambda _: None
 
     def add(self, results: model.Results, source: str, other_files: str = "") -> int:
@@ -102,9 +105,11 @@ class ArtifactStore:
         with self._lock:
             self.served += 1
 
-    def count_compiled(self) -> None:
+    def count_compiled(self, name: str) -> None:
         with self._lock:
             self.compiled_here += 1
+            if len(self.compiled_here_names) < MAX_NAMES_KEPT:
+                self.compiled_here_names.append(name)
 
 
 def triton_manager_key(cache_key: str) -> str:
@@ -149,7 +154,7 @@ class ArtifactCacheManager:
     def put_group(self, filename: str, group: dict[str, str]) -> Any:
         stored = self.inner.put_group(filename, group)
         if filename.endswith(METADATA_SUFFIX):  # Triton compiled a kernel (served ones are placed above)
-            type(self).store.count_compiled()
+            type(self).store.count_compiled(filename.removesuffix(METADATA_SUFFIX))
         listener = _capturing[0] if _capturing else None
         if listener is not None and filename.endswith(METADATA_SUFFIX):
             from triton import knobs
