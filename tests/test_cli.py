@@ -133,11 +133,13 @@ def test_inspect_reads_a_bundle_wheel_a_folder_and_an_installed_bundle_by_name(t
 def test_build_wheel_says_when_a_wheel_is_over_pypis_default_limit(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    from tuned_kernels import cli
+    from tuned_kernels.cli import packaging
 
     bundle = tmp_path / "app.textproto"
     write_results(bundle, factories.results(factories.entry("app.scale_kernel")))
-    monkeypatch.setattr(cli, "LARGE_WHEEL_BYTES", 100)  # (100 MB in earnest: a wheel of compiled graphs)
+    monkeypatch.setattr(
+        packaging, "LARGE_WHEEL_BYTES", 100
+    )  # (100 MB in earnest: a wheel of compiled graphs)
     args = build_parser().parse_args(["build-wheel", str(bundle), "-o", str(tmp_path / "dist")])
     assert args.func(args) == 0
     said = capsys.readouterr().err

@@ -184,7 +184,7 @@ def test_a_dynamo_import_planted_outside_the_edges_is_caught(tmp_path: Path) -> 
 SUBPROCESS_CALLS = ("run", "check_output", "call", "check_call")
 RUNS_THE_USERS_PROGRAM = {  # the user's own command: it runs as long as it runs, as without tuned-kernels
     ROOT / "aot" / "capture.py",
-    ROOT / "tuned_kernels" / "cli.py",
+    ROOT / "tuned_kernels" / "cli" / "capturing.py",
 }
 
 

@@ -1,0 +1,115 @@
+"""Running the user's program: `capture` records its tuning, `coverage` lists what it missed."""
+
+from __future__ import annotations
+
+import argparse
+import dataclasses
+import json
+import os
+import sys
+from pathlib import Path
+from typing import Any
+
+from tuned_kernels.cli.parsing import command, json_option
+from tuned_kernels.errors import TunedKernelsError
+
+
+def add_capture(sub: Any) -> None:
+    p = command(
+        sub,
+        "capture",
+        "run a program and record every autotuning decision it makes",
+        "Runs COMMAND unchanged and records each tuning decision of its @triton.autotune kernels (and\n"
+        "torch.compile max-autotune's GEMM choices and kernel configs) into -o, with the compiled\n"
+        "kernels on a GPU. A program that records nothing leaves an empty file; one that fails\n"
+        "recording nothing leaves -o as it was. Exits with the program's status.",
+        "  tuned-kernels capture -o app.pb.zst -- python app.py\n"
+        "  tuned-kernels capture -o suite.pb.zst -- pytest -x tests/",
+        cmd_capture,
+    )
+    p.add_argument("-o", "--output", required=True, metavar="FILE", help="the results file to write")
+    json_option(p, "what was captured")
+    p.add_argument(
+        "command_line", nargs=argparse.REMAINDER, metavar="-- COMMAND ...", help="the program to run"
+    )
+
+
+def cmd_capture(args: argparse.Namespace) -> int:
+    from tuned_kernels.aot.capture import capture
+
+    command = args.command_line[1:] if args.command_line[:1] == ["--"] else args.command_line
+    report = capture(args.output, command)
+    if not report.written:
+        said = (
+            f"the program exited with {report.returncode} and recorded nothing; {args.output} left as it was"
+        )
+    elif report.entries == 0 and not report.graphs:
+        said = f"captured 0 tuning decisions (the program ran no autotuned kernel) -> {args.output}, empty"
+    elif report.entries == 0:
+        said = f"captured torch.compile's compiled graphs -> {args.output}: {report.graphs}"
+    else:
+        said = f"captured {report.entries} tuning decisions of {len(report.kernels)} kernels -> {args.output}"
+        said += f" ({', '.join(report.kernels)})"
+        said += f"\nand torch.compile's compiled graphs: {report.graphs}" if report.graphs else ""
+    print(said, file=sys.stderr)
+    if args.json:
+        print(json.dumps({**dataclasses.asdict(report), "output": args.output}))
+    return report.returncode
+
+
+def add_coverage(sub: Any) -> None:
+    p = command(
+        sub,
+        "coverage",
+        "run a program with these results and list every key that missed",
+        "Runs COMMAND (your test suite, a benchmark) serving from RESULTS only, then lists each kernel\n"
+        "key no bundle held: what to capture or tune next. Exits with the program's status.",
+        "  tuned-kernels coverage app.pb.zst -- pytest tests/",
+        cmd_coverage,
+    )
+    p.add_argument("results", help="a results file, bundle, or folder of them")
+    json_option(p, "hits and misses")
+    p.add_argument(
+        "command_line", nargs=argparse.REMAINDER, metavar="-- COMMAND ...", help="the program to run"
+    )
+
+
+def cmd_coverage(args: argparse.Namespace) -> int:
+    import subprocess
+    import tempfile
+
+    command = args.command_line[1:] if args.command_line[:1] == ["--"] else args.command_line
+    if not command:
+        raise TunedKernelsError("give the program to run after --, e.g. -- pytest tests/")
+    if not Path(args.results).exists():  # a folder with no results in it yet: every key misses
+        raise TunedKernelsError(f"{args.results}: no such results file or folder")
+    with tempfile.TemporaryDirectory(prefix="tuned-kernels-coverage-") as tmp:
+        report = Path(tmp) / "report.jsonl"
+        paths = [str(Path(args.results).resolve())]
+        # an empty Inductor cache: a graph found there then came from the results
+        inductor = str(Path(tmp) / "inductor")
+        env = {**os.environ, "TUNED_KERNELS": "1", "TUNED_KERNELS_REPORT": str(report)}
+        env["TORCHINDUCTOR_CACHE_DIR"] = inductor
+        env["TUNED_KERNELS_PATH"] = os.pathsep.join([*paths, os.environ.get("TUNED_KERNELS_PATH", "")]).strip(
+            os.pathsep
+        )
+        returncode = subprocess.call(command, env=env)
+        lines = [json.loads(x) for x in report.read_text().splitlines()] if report.exists() else []
+    hits = sum(x["hits"] for x in lines)
+    missed = sorted({(name, tuple(key)) for x in lines for name, key in x["missed"]}, key=repr)
+    graphs = {k: sum(x.get(f"graph_{k}", 0) for x in lines) for k in ("hits", "misses")}
+    if args.json:
+        listed = [[n, list(k)] for n, k in missed]
+        print(json.dumps({"hits": hits, "misses": len(missed), "missed": listed, "graphs": graphs}))
+    else:
+        print(f"coverage: {hits} hits, {len(missed)} distinct keys missed in {len(lines)} processes")
+        if graphs["hits"] or graphs["misses"]:
+            print(f"  torch.compile graphs: {graphs['hits']} served, {graphs['misses']} compiled")
+        for name, key in missed:
+            print(f"  missed {name} {key}")
+    return returncode
+
+
+def add_commands(sub: Any) -> None:
+    add_capture(sub)
+    add_coverage(sub)
