@@ -36,15 +36,9 @@ from tuned_kernels.aot.corpus_loader import load_corpus, select_families
 from tuned_kernels.aot.kinds import ChoiceOfImplementations, kind_of
 from tuned_kernels.aot.progress import Progress, ProgressEvent
 from tuned_kernels.aot.tune_command import TuneRequest, header_now, tuner_for, visible_device_id
-from tuned_kernels.aot.tuner import (
-    EVERY_ITEM,
-    TuneReport,
-    TuneRun,
-    TuneTimes,
-    WorkItem,
-    merge_reports,
-    work_items,
-)
+from tuned_kernels.aot.tune_report import TuneReport, TuneTimes, merge_reports
+from tuned_kernels.aot.tune_run import TuneRun
+from tuned_kernels.aot.work import EVERY_ITEM, WorkItem, work_items
 
 from tuned_kernels import model
 from tuned_kernels.errors import TunedKernelsError

@@ -6,22 +6,37 @@
   calling the op in a loop runs at the pace of the host or the device, whichever is slower), and the
   kernels tuned earlier in this run launching with their winners, so each implementation is at its best.
 - A Helion kernel: it searches its configs itself (`searches_itself`), with its own settings; the tuner
-  runs the op and keeps what the search found (tuner.py).
+  runs the op and keeps what the search found, checked against the reference (`tune_by_its_search`).
 """
 
 from __future__ import annotations
 
 import contextlib
+import time
 from collections.abc import Iterable, Iterator
 from contextlib import AbstractContextManager
-from typing import Any, Protocol
+from typing import TYPE_CHECKING, Any, Protocol
 
-from tuned_kernels.aot.answers import TunedAnswers
+from tuned_kernels.aot.answers import SearchedAnswers, TunedAnswers
+from tuned_kernels.aot.work import (
+    CHECK_SEED_OFFSET,
+    NoValidConfig,
+    WorkItem,
+    artifacts_apply,
+    first_line,
+    mismatch,
+)
 
 from tuned_kernels import model, resolving
 from tuned_kernels.choice import ImplementationChoice
+from tuned_kernels.decision import compiled_kernel_entry
+from tuned_kernels.helion_edge import hooks as helion_hooks
 from tuned_kernels.triton_edge import autotuner
 from tuned_kernels.triton_edge.benchmarker import Benchmarker, launch_inclusive
+from tuned_kernels.triton_edge.cache_manager import recording_compiles
+
+if TYPE_CHECKING:
+    from tuned_kernels.aot.tuner import Tuner
 
 
 class KernelKind(Protocol):
@@ -58,6 +73,47 @@ class ChoiceOfImplementations:
 
 class SearchingKernel(AutotunedKernel):
     searches_itself = True
+
+    def tune_by_its_search(
+        self, tuner: Tuner, item: WorkItem, done: dict[model.EntrySlot, model.Entry]
+    ) -> list[model.Entry]:
+        """Runs the op of a kernel that searches its configs itself (a Helion kernel: its own search, with
+        its own settings), keeps what the search found, with the kernels Triton compiled outside the search,
+        and checks the winner's output against the reference on fresh inputs. [] when every key the op
+        reached is in `done` already, or had its config set already (nothing was searched)."""
+        family = item.family
+        helion_hooks.install_when_imported()
+        answers, compiled = SearchedAnswers(done.values()), []
+
+        def keep(artifact: model.Artifact, blobs: dict[str, bytes], name: str) -> None:
+            tuner.blobs.update(blobs)
+            compiled.append(compiled_kernel_entry(name, artifact))
+
+        keeps = tuner.options.artifacts != "none" and artifacts_apply(tuner.target)
+        inputs = family.make_inputs(item.case, tuner.device, tuner.generator(0))
+        check_inputs = family.make_inputs(item.case, tuner.device, tuner.generator(CHECK_SEED_OFFSET))
+        t0 = time.monotonic()
+        try:
+            with (
+                resolving.installed(answers),
+                recording_compiles(keep) if keeps else contextlib.nullcontext(),
+            ):
+                family.run(inputs)
+                # the same specialization: the config found launches, nothing is searched again
+                out = family.run(check_inputs)
+        except Exception as exc:
+            raise NoValidConfig(
+                f"{family.name} {item.case.id}: {type(exc).__name__}: {first_line(exc)}"
+            ) from exc
+        finally:
+            tuner.times.benchmark += time.monotonic() - t0
+        found = list(answers.kept.values())
+        if not found:
+            return []
+        reason = mismatch(out, family.reference(check_inputs), family.tolerance)
+        if reason is not None:
+            raise NoValidConfig(f"{family.name} {item.case.id}: the config its search found: {reason}")
+        return [*found, *compiled]
 
 
 def kind_of(kernel: Any) -> KernelKind:

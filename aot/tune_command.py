@@ -22,15 +22,9 @@ from typing import Any
 
 from tuned_kernels.aot.corpus_loader import load_corpus, select_families
 from tuned_kernels.aot.progress import Progress, ProgressEvent
-from tuned_kernels.aot.tuner import (
-    EVERY_ITEM,
-    Claims,
-    TuneOptions,
-    Tuner,
-    TuneReport,
-    merge_reports,
-    work_items,
-)
+from tuned_kernels.aot.tune_report import TuneOptions, TuneReport, merge_reports
+from tuned_kernels.aot.tuner import Tuner
+from tuned_kernels.aot.work import EVERY_ITEM, Claims, work_items
 from tuned_kernels.hardware import compiler_fingerprint, detect
 
 from tuned_kernels import model, resolving

@@ -81,7 +81,7 @@ def first_result() -> dict[str, Any]:
         runs.append((family, inputs, family.run(inputs)))
     torch.cuda.synchronize()
     seconds = time.perf_counter() - t0
-    from tuned_kernels.aot.tuner import mismatch
+    from tuned_kernels.aot.work import mismatch
 
     wrong = [f.name for f, i, out in runs if mismatch(out, f.reference(i), f.tolerance)]
     stats = tuned_kernels.stats() if os.environ.get("TUNED_KERNELS") else {}

@@ -1,18 +1,22 @@
 """Which compiled torch.compile graphs the selected bundles offer this machine: only those made for exactly
 this target, compiler and torch (a graph is code Inductor loads), from bundles the user installed or named,
-and not when `TUNED_KERNELS_COMPILED=0`. What is not offered is said once per bundle, with the reason."""
+and not when `TUNED_KERNELS_COMPILED=0`. What is not offered is said once per bundle, with the reason;
+`place_graphs` puts what is offered into Inductor's cache directory."""
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
+from pathlib import Path
 from typing import TYPE_CHECKING
 
 from tuned_kernels import model
-from tuned_kernels.errors import TunedKernelsError
+from tuned_kernels.errors import TunedKernelsError, one_line
 from tuned_kernels.inductor_edge import graphs
 
 if TYPE_CHECKING:  # the reader is imported when the registry loads, not before
+    from tuned_kernels.registry.stats import Stats
+
     from tuned_kernels.results.view import ResultsView
 
 
@@ -59,3 +63,25 @@ def graph_files(
             continue
         offered += [GraphFile(e, view.blob, name) for e in named if e.kernel.source_hash == ours.source_hash]
     return offered
+
+
+def place_graphs(
+    offered: Sequence[GraphFile], cache_dir: Path, stats: Stats, problem: Callable[[str], None]
+) -> None:
+    """Puts `offered` into Inductor's cache directory where no file is, counted in `stats`; a file that fails
+    its checks is said once per bundle and left out, an unwritable directory once (Inductor compiles)."""
+    by_source: dict[str, list[GraphFile]] = {}
+    for f in offered:
+        by_source.setdefault(f.source, []).append(f)
+    for source, files in by_source.items():
+        try:
+            placed = graphs.install(((f.entry, f.blob) for f in files), cache_dir)
+        except OSError as exc:  # a read-only or full cache directory: Inductor compiles as usual
+            problem(f"cannot write Inductor's cache: {one_line(str(exc))}; Inductor compiles the graphs")
+            return
+        stats.graph_files_placed += placed.written
+        stats.graph_files_present += placed.present
+        stats.graph_files_refused += len(placed.refused)
+        if placed.refused:
+            more = f" (and {len(placed.refused) - 1} more)" if len(placed.refused) > 1 else ""
+            problem(f"compiled graph from {source}: {placed.refused[0]}{more}; Inductor compiles it")

@@ -17,7 +17,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from tuned_kernels.registry import summary as summaries
-from tuned_kernels.registry.graph_files import GraphFile
+from tuned_kernels.registry.graph_files import place_graphs
 from tuned_kernels.registry.loading import BundleOpener, Loaded, load
 from tuned_kernels.registry.notices import Notices
 from tuned_kernels.registry.settings import Settings
@@ -152,30 +152,9 @@ class Registry:
     def place_graphs(self, cache_dir: Path) -> None:
         """Puts the compiled graphs the selected bundles offer into Inductor's cache directory, where no file
         is, before Inductor compiles anything; a file that fails its checks is said once and left out."""
-        from tuned_kernels.inductor_edge import graphs
-
         offered = self.load().graphs
-        if not offered:
-            return
-        by_source: dict[str, list[GraphFile]] = {}
-        for f in offered:
-            by_source.setdefault(f.source, []).append(f)
-        for source, files in by_source.items():
-            try:
-                placed = graphs.install(((f.entry, f.blob) for f in files), cache_dir)
-            except OSError as exc:  # a read-only or full cache directory: Inductor compiles as usual
-                self._problem(
-                    f"cannot write Inductor's cache: {one_line(str(exc))}; Inductor compiles the graphs"
-                )
-                return
-            self.stats.graph_files_placed += placed.written
-            self.stats.graph_files_present += placed.present
-            self.stats.graph_files_refused += len(placed.refused)
-            if placed.refused:
-                more = f" (and {len(placed.refused) - 1} more)" if len(placed.refused) > 1 else ""
-                self._problem(
-                    f"compiled graph from {source}: {placed.refused[0]}{more}; Inductor compiles it"
-                )
+        if offered:
+            place_graphs(offered, cache_dir, self.stats, self._problem)
 
     def add_local(self, entries: Sequence[model.Entry]) -> None:
         """Entries to answer from after the bundles' (as if tuned in this process)."""

@@ -292,7 +292,7 @@ def test_kernels_compiled_without_the_gpu_are_what_the_launches_ask_for(tmp_path
         "knobs.compilation.listener = lambda *, cache_hit, **_: compiled.append(cache_hit)\n"
         "from tuned_kernels.aot.corpus import distinct_runs\n"
         "from tuned_kernels.aot.kernels.builtin import CORPUS\n"
-        "from tuned_kernels.aot.tuner import mismatch\n"
+        "from tuned_kernels.aot.work import mismatch\n"
         "wrong = []\n"
         "kernels = [f for f in CORPUS if f.name != 'matmul_impl']  # a choice compiles nothing\n"
         "for f, case in distinct_runs(kernels, 'quick'):\n"

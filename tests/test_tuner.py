@@ -14,7 +14,9 @@ from tuned_kernels.aot.corpus import Case
 from tuned_kernels.aot.corpus_loader import load_corpus
 from tuned_kernels.aot.heuristics import heuristic_seeds
 from tuned_kernels.aot.progress import Eta, Progress, ProgressEvent, bar_line
-from tuned_kernels.aot.tuner import EVERY_ITEM, Claims, TuneOptions, Tuner, work_items
+from tuned_kernels.aot.tune_report import TuneOptions
+from tuned_kernels.aot.tuner import Tuner
+from tuned_kernels.aot.work import EVERY_ITEM, Claims, work_items
 from tuned_kernels.hardware import target_for_arch
 
 from tuned_kernels import model
@@ -309,7 +311,7 @@ def test_participants_share_every_key_once_and_the_report_adds_up_all_of_them(
 
 
 def test_merged_report_adds_up_participants() -> None:
-    from tuned_kernels.aot.tuner import TuneReport, merge_reports
+    from tuned_kernels.aot.tune_report import TuneReport, merge_reports
 
     one = TuneReport(
         cases=4, tuned=3, configs_benchmarked=21, compile_seconds=1.0, artifacts=3, artifact_bytes=30

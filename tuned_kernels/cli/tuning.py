@@ -50,6 +50,12 @@ def add_tune(sub: Any) -> None:
         help="tune slice I of N (I from 0) of the keys: one machine of N",
     )
     p.add_argument("--resume", action="store_true", help="keep the output's finished keys, tune the rest")
+    add_how_to_tune(p)
+    json_option(p, "a summary")
+
+
+def add_how_to_tune(p: Any) -> None:
+    """`tune`'s options of how to tune: where, how fast, how long, which configs first, what to keep."""
     p.add_argument(
         "--dask",
         metavar="ADDRESS",
@@ -95,12 +101,11 @@ def add_tune(sub: Any) -> None:
         default="winners",
         help="which configs' compiled kernels to keep: each key's winner, every valid config, or none",
     )
-    json_option(p, "a summary")
 
 
 def cmd_tune(args: argparse.Namespace) -> int:
     from tuned_kernels.aot.tune_command import TuneRequest, run_tune
-    from tuned_kernels.aot.tuner import TuneOptions
+    from tuned_kernels.aot.tune_report import TuneOptions
 
     options = TuneOptions(
         strategy=args.strategy,
