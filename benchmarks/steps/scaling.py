@@ -1,0 +1,87 @@
+"""The `scaling` and `dask` steps: the full matmul keys under a time budget on one GPU and on every GPU,
+and by tune's own workers vs a local Dask cluster; their verdicts."""
+
+from __future__ import annotations
+
+import json
+from typing import TYPE_CHECKING, Any
+
+from bench import Bench
+
+if TYPE_CHECKING:
+    from table import Table
+
+
+def run(bench: Bench, budget_s: float) -> None:
+    """The full matmul keys, tuned for `budget_s` on one GPU, then on every GPU: keys per second, and the
+    merged report's figures (every participant's)."""
+    import torch
+
+    gpus = torch.cuda.device_count()
+    rows = {}
+    for label, visible in (("1 GPU", "0"), (f"{gpus} GPUs", ",".join(map(str, range(gpus))))):
+        argv = ["tune", "--shapes", "full", "--kernels", "matmul", "--kernels", "matmul_skinny"]
+        argv += ["--kernels", "matmul_tma"]
+        argv += ["--time-budget", str(budget_s)]
+        output = str(bench.work / f"s{len(rows)}.pb")
+        wall, text = bench.tool([*argv, "-o", output, "--json"], bench.env(CUDA_VISIBLE_DEVICES=visible))
+        rows[label] = {"wall_s": wall, "budget_s": budget_s, **json.loads(text)}
+    bench.report["scaling"] = rows
+
+
+def dask(bench: Bench, budget_s: float) -> None:
+    """The full matmul keys for `budget_s` on every visible GPU, by tune's own workers and by a local
+    Dask cluster: keys per second of each."""
+    rows = {}
+    for label, extra in (("tune's workers", []), ("Dask", ["--dask", "local"])):
+        argv = ["tune", "--shapes", "full", "--kernels", "matmul", "--kernels", "matmul_skinny"]
+        argv += ["--kernels", "matmul_tma", "--time-budget", str(budget_s), *extra]
+        output = str(bench.work / f"d{len(rows)}.pb")
+        wall, text = bench.tool([*argv, "-o", output, "--json"], bench.env())
+        rows[label] = {"wall_s": wall, "budget_s": budget_s, **json.loads(text)}
+    bench.report["dask"] = rows
+
+
+def verdicts(r: dict[str, Any], t: Table) -> None:
+    if "scaling" in r:
+        (one, w1), (many, w2) = list(r["scaling"].items())
+        if "budget_s" in w1:
+            rate1, rate2 = w1["tuned"] / w1["seconds"], w2["tuned"] / w2["seconds"]
+            t.row(
+                "scaling",
+                f"full matmul keys under a time budget: keys per second, {many} vs {one}",
+                f"{w2['tuned']} keys in {w2['seconds']:.0f} s vs {w1['tuned']} in {w1['seconds']:.0f} s: "
+                f"{rate2 / rate1:.2f}x",
+                "≥ 1.8x",
+                rate2 / rate1 >= 1.8,
+            )
+            t.row(
+                "scaling",
+                f"merged report of {many}: compile s / benchmark s / compiled kernels, bytes",
+                f"{w2['compile_seconds']:.1f} / {w2['benchmark_seconds']:.1f} / {w2['artifacts']}, "
+                f"{w2['artifact_bytes']}",
+                "every participant counted (non-zero)",
+                w2["benchmark_seconds"] > 0 and (w2["artifacts"] == 0 or w2["artifact_bytes"] > 0),
+            )
+        else:  # the earlier measurement: one fixed workload, wall time
+            ratio = w1["wall_s"] / w2["wall_s"]
+            t.row(
+                "scaling",
+                f"tune on {many} vs {one} (the 8-key workload, wall)",
+                f"{ratio:.2f}x",
+                "≥ 1.7x",
+                ratio >= 1.7,
+            )
+    if "dask" in r:
+        (_, own), (_, dask) = list(r["dask"].items())
+        own_rate, dask_rate = own["tuned"] / own["seconds"], dask["tuned"] / dask["seconds"]
+        t.row(
+            "dask",
+            f"full matmul keys under a {own['budget_s']:.0f} s budget: keys per second, Dask vs tune's workers",
+            f"{dask['tuned']} keys in {dask['seconds']:.0f} s vs {own['tuned']} in {own['seconds']:.0f} s: "
+            f"{dask_rate / own_rate:.2f}x; Dask's cost {1 / dask_rate - 1 / own_rate:+.2f} s a key "
+            f"(its start-up {dask.get('startup_seconds', 0):.1f} s; without it "
+            f"{dask['tuned'] / (dask['seconds'] - dask.get('startup_seconds', 0)) / own_rate:.2f}x)",
+            "≥ 0.95x",
+            dask_rate / own_rate >= 0.95,
+        )
