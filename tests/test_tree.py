@@ -1,0 +1,69 @@
+"""The size of the rooms: every module of the package and of benchmarks/ stays small enough to read in one
+sitting, each function on a screen or two, each class one job. A file generated from a schema (`*_pb2.py`)
+is not written by hand and is left out."""
+
+from __future__ import annotations
+
+import ast
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+ROOMS = ("hardware", "aot", "packager", "registry", "tuned_kernels", "benchmarks")
+MAX_MODULE_LINES, MAX_FUNCTION_LINES, MAX_CLASS_LINES = 500, 80, 150
+
+
+def sources() -> list[Path]:
+    return sorted(p for room in ROOMS for p in (ROOT / room).rglob("*.py") if not p.name.endswith("_pb2.py"))
+
+
+def oversized(path: Path, root: Path = ROOT) -> list[str]:
+    """What in `path` is over its bound, as "file: what (lines)" (file relative to `root`)."""
+    text = path.read_text()
+    where = path.relative_to(root).as_posix()
+    found = []
+    if len(text.splitlines()) > MAX_MODULE_LINES:
+        found.append(f"{where}: module ({len(text.splitlines())})")
+    for node in ast.walk(ast.parse(text)):
+        bound = {ast.FunctionDef: MAX_FUNCTION_LINES, ast.AsyncFunctionDef: MAX_FUNCTION_LINES}.get(
+            type(node), MAX_CLASS_LINES if isinstance(node, ast.ClassDef) else None
+        )
+        if bound is not None and isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+            length = (node.end_lineno or node.lineno) - node.lineno + 1
+            if length > bound:
+                found.append(f"{where}: {node.name} ({length})")
+    return found
+
+
+def test_modules_functions_and_classes_stay_within_their_bounds() -> None:
+    assert len(sources()) > 100  # the rooms were found
+    assert [line for path in sources() for line in oversized(path)] == []
+
+
+def test_the_bounds_are_checked_where_they_are_crossed(tmp_path: Path) -> None:
+    body = "\n".join(f"    x{i} = {i}" for i in range(MAX_FUNCTION_LINES))
+    planted = tmp_path / "planted.py"
+    planted.write_text(f"def long_one() -> None:\n{body}\n\n\ndef short_one() -> None:\n{body[:40]}\n")
+    assert oversized(planted, tmp_path) == [f"planted.py: long_one ({MAX_FUNCTION_LINES + 1})"]
+
+
+def test_benchmarks_md_table_is_reproduced_from_every_committed_result_file() -> None:
+    """The table and its verdicts read every result file benchmarks/run.py wrote (old layouts included);
+    miss.py's and helion_first_call.py's files (keys `miss`, `modes`) are tabled by those scripts."""
+    files = sorted((ROOT / "benchmarks").glob("results-*.json"))
+    tabled_elsewhere = {"miss", "modes"}
+    checked = 0
+    for path in files:
+        steps = [k for k in json.loads(path.read_text()) if k not in ("environment", "device")]
+        if set(steps) <= tabled_elsewhere:
+            continue
+        checked += 1
+        out = subprocess.run(
+            [sys.executable, str(ROOT / "benchmarks" / "run.py"), "--table-from", str(path)],
+            capture_output=True, text=True, timeout=120, check=True,
+        ).stdout  # fmt: skip
+        rows = [line for line in out.splitlines() if line.startswith("| ") and not line.startswith("| step")]
+        assert rows, f"{path.name} ({', '.join(steps)}) gave no row"
+    assert checked >= 10
