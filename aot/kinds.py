@@ -15,7 +15,7 @@ import contextlib
 import time
 from collections.abc import Iterable, Iterator
 from contextlib import AbstractContextManager
-from typing import TYPE_CHECKING, Any, Protocol
+from typing import Any, Protocol
 
 from tuned_kernels.aot.answers import SearchedAnswers, TunedAnswers
 from tuned_kernels.aot.work import (
@@ -35,8 +35,17 @@ from tuned_kernels.triton_edge import autotuner
 from tuned_kernels.triton_edge.benchmarker import Benchmarker, launch_inclusive
 from tuned_kernels.triton_edge.cache_manager import recording_compiles
 
-if TYPE_CHECKING:
-    from tuned_kernels.aot.tuner import Tuner
+
+class TuningContext(Protocol):
+    """What a kernel kind's own tuning uses of the tuner (tuner.Tuner is one)."""
+
+    target: model.Target
+    device: Any
+    options: Any  # tune_report.TuneOptions
+    times: Any  # tune_report.TuneTimes
+    blobs: dict[str, bytes]
+
+    def generator(self, offset: int) -> Any: ...
 
 
 class KernelKind(Protocol):
@@ -75,7 +84,7 @@ class SearchingKernel(AutotunedKernel):
     searches_itself = True
 
     def tune_by_its_search(
-        self, tuner: Tuner, item: WorkItem, done: dict[model.EntrySlot, model.Entry]
+        self, tuner: TuningContext, item: WorkItem, done: dict[model.EntrySlot, model.Entry]
     ) -> list[model.Entry]:
         """Runs the op of a kernel that searches its configs itself (a Helion kernel: its own search, with
         its own settings), keeps what the search found, with the kernels Triton compiled outside the search,

@@ -20,6 +20,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from tuned_kernels.aot import tune_run
 from tuned_kernels.aot.corpus_loader import load_corpus, select_families
 from tuned_kernels.aot.progress import Progress, ProgressEvent
 from tuned_kernels.aot.tune_report import TuneOptions, TuneReport, merge_reports
@@ -107,7 +108,8 @@ def _tune_here(
     progress = Progress(sys.stderr)
     tuner = tuner_for(request, target, progress, blobs)
     with resolving.installed(None):  # the tuner measures configs itself: bundles must not answer for it
-        report = tuner.run(work_items(families, request.shapes, request.options.shard), done, save, claims)
+        items = work_items(families, request.shapes, request.options.shard)
+        report = tune_run.tune(tuner, items, done, save, claims)
     progress.close()
     if not Path(request.output).exists():
         save(done)  # an empty shard still writes a valid file

@@ -13,10 +13,31 @@ from tuned_kernels.aot.kinds import SearchingKernel, kind_of
 from tuned_kernels.aot.progress import ProgressEvent
 from tuned_kernels.aot.tune_report import TuneReport
 from tuned_kernels.aot.tuner import Tuner
-from tuned_kernels.aot.work import Claims, NoValidConfig, Probed, WorkItem, artifacts_apply, slot_of
+from tuned_kernels.aot.work import (
+    EVERY_ITEM,
+    Claims,
+    NoValidConfig,
+    Probed,
+    WorkItem,
+    artifacts_apply,
+    slot_of,
+)
 
 from tuned_kernels import model
 from tuned_kernels.triton_edge.launch import LaunchesAnother
+
+
+def tune(
+    tuner: Tuner,
+    items: Sequence[WorkItem],
+    done: dict[model.EntrySlot, model.Entry],
+    save: Callable[[dict[model.EntrySlot, model.Entry]], None],
+    claims: Claims = EVERY_ITEM,
+) -> TuneReport:
+    """Tunes `items` in order, skipping slots in `done` and items another process claimed; each new entry
+    goes into `done` and `save`. While one key is measured, the next key's space compiles on the compile
+    threads."""
+    return TuneRun(tuner, items, done, claims).run(save)
 
 
 class TuneRun:

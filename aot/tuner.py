@@ -18,11 +18,9 @@ from tuned_kernels.aot.corpus import Case, KernelFamily
 from tuned_kernels.aot.heuristics import seeds_for
 from tuned_kernels.aot.kinds import kind_of
 from tuned_kernels.aot.progress import ProgressEvent
-from tuned_kernels.aot.tune_report import TuneOptions, TuneReport, TuneTimes
+from tuned_kernels.aot.tune_report import TuneOptions, TuneTimes
 from tuned_kernels.aot.work import (
     CHECK_SEED_OFFSET,
-    EVERY_ITEM,
-    Claims,
     NoValidConfig,
     Probed,
     WorkItem,
@@ -174,20 +172,6 @@ class Tuner:
         import torch
 
         return torch.Generator().manual_seed(self.options.seed + offset)
-
-    def run(
-        self,
-        items: Sequence[WorkItem],
-        done: dict[model.EntrySlot, model.Entry],
-        save: Callable[[dict[model.EntrySlot, model.Entry]], None],
-        claims: Claims = EVERY_ITEM,
-    ) -> TuneReport:
-        """Tunes `items` in order, skipping slots in `done` and items another process claimed; each new
-        entry goes into `done` and `save`. While one key is measured, the next key's space compiles on the
-        compile threads."""
-        from tuned_kernels.aot.tune_run import TuneRun
-
-        return TuneRun(self, items, done, claims).run(save)
 
 
 def searched(

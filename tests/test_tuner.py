@@ -10,6 +10,7 @@ from collections.abc import Callable
 from pathlib import Path
 
 import pytest
+from tuned_kernels.aot import tune_run
 from tuned_kernels.aot.corpus import Case
 from tuned_kernels.aot.corpus_loader import load_corpus
 from tuned_kernels.aot.heuristics import heuristic_seeds
@@ -47,7 +48,7 @@ def tune(
     tuner = Tuner(target_for_arch("cpu"), "cpu", bench, TuneOptions(shard=shard), on_progress=on_progress)
     items = work_items(corpus, "quick", shard)[:items_limit]
     held = dict(done or {})
-    tuner.run(items, held, lambda _: None, claims)
+    tune_run.tune(tuner, items, held, lambda _: None, claims)
     return held, calls["n"]
 
 
@@ -80,7 +81,7 @@ def test_resume_makes_no_inputs_for_finished_keys(tmp_path: Path) -> None:
 
     counting = dataclasses.replace(family, make_inputs=make_inputs)
     tuner = Tuner(target_for_arch("cpu"), "cpu", lambda fn: 1.0, TuneOptions())
-    report = tuner.run(work_items([counting], "quick", (0, 1)), dict(finished), lambda _: None)
+    report = tune_run.tune(tuner, work_items([counting], "quick", (0, 1)), dict(finished), lambda _: None)
     assert report.resumed == 4 and report.tuned == 0
     assert devices == ["meta"] * 4  # keys probed on torch's meta device: no data made
 
@@ -151,7 +152,7 @@ def test_cases_whose_op_launches_another_familys_kernel_here_are_counted_not_tun
     events: list[ProgressEvent] = []
     tuner = Tuner(target_for_arch("cpu"), "cpu", lambda fn: 1.0, TuneOptions(), on_progress=events.append)
     done: dict[model.EntrySlot, model.Entry] = {}
-    report = tuner.run(items, done, lambda _: None)
+    report = tune_run.tune(tuner, items, done, lambda _: None)
     # no copy engine on the cpu target: triton_matmul runs the tile kernel, the other family has no key
     assert (report.tuned, report.other_kernel, report.per_family) == (1, 1, {"matmul": 1})
     assert [e.summary for e in events if e.family == "matmul_tma" and e.summary] == [
