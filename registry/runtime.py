@@ -169,5 +169,7 @@ class Registry:
                 loaded = self.load()
         else:
             loaded = self.load()
+        if loaded.sink is not None:  # the counts include the overlay writes of what was tuned so far
+            loaded.sink.flush()
         changed = self.notices.changed_kernels
         return summaries.summary(loaded, self.stats, changed, self.host_modules, self.problems)

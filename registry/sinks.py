@@ -11,6 +11,7 @@ from pathlib import Path
 from typing import Protocol
 
 from tuned_kernels.registry.compiled_batch import CompiledKernelBatch
+from tuned_kernels.registry.overlay_writer import OverlayWriter
 
 from tuned_kernels import fallbacks, model
 from tuned_kernels.errors import one_line
@@ -25,6 +26,10 @@ class Sink(Protocol):
         self, entry: model.Entry, compiled: Callable[[model.Config], Compiled] | None, supersede: bool
     ) -> None:
         """Writes `entry` (`supersede`: replacing what the file holds for its slot, even if faster)."""
+        ...
+
+    def flush(self) -> None:
+        """Writes what is held so far."""
         ...
 
 
@@ -46,14 +51,14 @@ class _ResultsFile:
     ) -> None:
         if self.path is None or (self.failed and not self.retry):
             if self.failed:
-                fallbacks.count("overlay_write")
+                fallbacks.count("overlay_write", len(entries))
             return
         from tuned_kernels.results import overlay
 
         try:
             overlay.add_to_overlay(self.path, self.header, entries, blobs, limit, supersede=supersede)
         except Exception as exc:  # read-only or full disk, lock time-out: keep running, say so once
-            fallbacks.count("overlay_write")
+            fallbacks.count("overlay_write", len(entries))
             if not self.failed:
                 self.failed = True
                 self.on_problem(
@@ -62,18 +67,26 @@ class _ResultsFile:
 
 
 class OverlaySink:
-    """Serving: the overlay, at most `overlay.MAX_ENTRIES` entries (None: no usable overlay)."""
+    """Serving: the overlay, at most `overlay.MAX_ENTRIES` entries (None: no usable overlay), written off
+    the missing thread (overlay_writer.py)."""
 
     def __init__(self, path: Path | None, header: model.Header, on_problem: Callable[[str], None]) -> None:
+        from tuned_kernels.results.overlay import MAX_ENTRIES
+
         self.path = path
-        self._file = _ResultsFile(path, header, on_problem, retry=False)
+        results_file = _ResultsFile(path, header, on_problem, retry=False)
+        self._writer = OverlayWriter(
+            lambda entries, supersede: results_file.add(entries, {}, MAX_ENTRIES, supersede)
+        )
 
     def keep(
         self, entry: model.Entry, compiled: Callable[[model.Config], Compiled] | None, supersede: bool
     ) -> None:
-        from tuned_kernels.results.overlay import MAX_ENTRIES
+        self._writer.submit(entry, supersede)
 
-        self._file.add([entry], {}, MAX_ENTRIES, supersede)
+    def flush(self) -> None:
+        """Waits until the configs tuned so far are in the overlay (or have failed to get there)."""
+        self._writer.flush()
 
 
 class CaptureSink:

@@ -7,7 +7,9 @@ import json
 import os
 import subprocess
 import sys
+import threading
 import time
+from collections.abc import Sequence
 from pathlib import Path
 
 import pytest
@@ -278,3 +280,28 @@ def test_a_full_overlay_keeps_what_was_just_tuned_and_stays_bounded(tmp_path: Pa
     add_to_overlay(path, header, [factories.entry(key=(99, "x"))], max_entries=10)
     keys = {e.key for e in read_results(path).entries}
     assert len(keys) == 10 and (99, "x") in keys
+
+
+def test_a_miss_queues_its_overlay_write_and_the_writer_takes_what_queued_meanwhile_in_one_write() -> None:
+    """The missing thread returns before the overlay is rewritten; entries that queue while a write is on
+    go into the next one together; flush waits for all of them (or says it could not in time)."""
+    from tuned_kernels.registry.overlay_writer import OverlayWriter
+
+    started, release = threading.Event(), threading.Event()
+    writes: list[tuple[list[tuple[int, ...]], bool]] = []
+
+    def write(entries: Sequence[model.Entry], supersede: bool) -> None:
+        started.set()
+        assert release.wait(timeout=60)
+        writes.append(([e.key for e in entries], supersede))
+
+    writer = OverlayWriter(write)
+    writer.submit(factories.entry(key=(1,)), False)
+    assert started.wait(timeout=60)  # the first write is on, holding the missing thread not at all
+    for k in (2, 3):
+        writer.submit(factories.entry(key=(k,)), False)
+    writer.submit(factories.entry(key=(4,)), True)
+    assert writer.flush(timeout=0.01) is False and writes == []
+    release.set()
+    assert writer.flush(timeout=60)
+    assert writes == [([(1,)], False), ([(2,), (3,)], False), ([(4,)], True)]  # in order, by flag

@@ -19,10 +19,10 @@ _counts: Counter[str] = Counter()
 _lock = threading.Lock()
 
 
-def count(kind: str) -> None:
-    """One more fall-back of this kind (one of KINDS)."""
+def count(kind: str, n: int = 1) -> None:
+    """`n` more fall-backs of this kind (one of KINDS)."""
     with _lock:
-        _counts[kind] += 1
+        _counts[kind] += n
 
 
 def counts() -> dict[str, int]:
