@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import statistics
 import sys
 import tempfile
@@ -100,7 +101,8 @@ def main() -> None:
     header = model.Header(
         target, compiler_fingerprint(target), model.Producer.TUNE, "bench", "2026-01-01T00:00:00Z"
     )
-    report: dict[str, Any] = {"python": sys.version.split()[0], "misses": args.misses, "sizes": {}}
+    machine = {"python": sys.version.split()[0], "cpus": os.cpu_count(), "date": time.strftime("%Y-%m-%d")}
+    report: dict[str, Any] = {**machine, "misses": args.misses, "sizes": {}}
     rows = list(HEADER)
     with tempfile.TemporaryDirectory(prefix="tk-overlay-") as tmp:
         for held in (1000, overlay.MAX_ENTRIES):
