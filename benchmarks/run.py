@@ -12,8 +12,9 @@ Steps (each a fresh process where start-up is measured; ratios from one run):
   size     bytes per entry with and without compiled kernels
   scaling  the full matmul keys tuned for --scaling-budget seconds on one GPU, then on every visible GPU:
            keys per second, with the merged report's figures (needs 2 GPUs; `--steps scaling`)
-  dask     the same keys and budget on every visible GPU, tune's own workers vs `--dask local` (a Dask
-           worker per GPU): keys per second of each and Dask's cost per key (`--steps dask`)
+  dask     --dask-kernels' full keys for --scaling-budget seconds on every visible GPU, tune's own workers
+           vs `--dask local` (a Dask worker per GPU): keys per second of each and Dask's cost per key; with a
+           budget both finish within, the same keys (`--steps dask`)
   programs real programs (ours, fla-core's norm, liger-kernel's DyT and SwiGLU): whole process with no
            caches / Triton's warm caches / only the bundle `tuned-kernels capture` made, with and without
            the warm-up (TUNED_KERNELS_WARMUP=0), fresh processes, alternating, with kernels compiled counted
@@ -79,7 +80,7 @@ def run_step(bench: Bench, step: str, args: argparse.Namespace) -> None:
     elif step == "scaling":
         scaling.run(bench, args.scaling_budget)
     elif step == "dask":
-        scaling.dask(bench, args.scaling_budget)
+        scaling.dask(bench, args.scaling_budget, args.dask_kernels.split(","))
     elif step in tune.MATMUL_TUNES:
         tune.matmul_tune(bench, tune.MATMUL_TUNES[step])
     elif step == "quality":
@@ -101,6 +102,9 @@ def main() -> None:
     parser.add_argument("--repeats", type=int, default=3)
     parser.add_argument(
         "--scaling-budget", type=float, default=120.0, help="seconds of tuning per row (scaling)"
+    )
+    parser.add_argument(
+        "--dask-kernels", default="matmul,matmul_skinny,matmul_tma", help="the families tuned (dask)"
     )
     parser.add_argument("--models", default="mlp,llama", help="torch.compile models (inductor)")
     parser.add_argument(
