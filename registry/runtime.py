@@ -160,6 +160,12 @@ class Registry:
         """Entries to answer from after the bundles' (as if tuned in this process)."""
         self.load().sources.add_local(entries)
 
+    def flush(self) -> None:
+        """Waits until what this process tuned is in the overlay (or the capture file)."""
+        sink = self.load().sink
+        if sink is not None:
+            sink.flush()
+
     def summary(self, quiet: bool = False) -> dict[str, Any]:
         """What this registry found, selected, rejected and did. `quiet`: loading's problems are only listed
         here (for a report that prints them), not also warned about."""
@@ -169,7 +175,6 @@ class Registry:
                 loaded = self.load()
         else:
             loaded = self.load()
-        if loaded.sink is not None:  # the counts include the overlay writes of what was tuned so far
-            loaded.sink.flush()
+        self.flush()  # the counts include the overlay writes of what was tuned so far
         changed = self.notices.changed_kernels
         return summaries.summary(loaded, self.stats, changed, self.host_modules, self.problems)

@@ -333,6 +333,7 @@ def test_a_final_choice_replaces_the_faster_winner_recorded_before_it(
     assert registry.record(Measured(identity, MM_KEY, decision, timings)).best == aten  # type: ignore[union-attr]
     registry.record(Measured(identity, MM_KEY, decision, timings, chosen=triton))
     assert registry.stats.misses == 1  # one key tuned once
+    registry.flush()  # the overlay is written off the thread that missed
     overlay_path = registry.load().overlay_path
     assert overlay_path is not None
     (held,) = read_results(overlay_path).entries
@@ -378,6 +379,7 @@ def test_a_final_choice_other_than_the_winner_is_remembered_for_its_gemm_alone(
     with resolving.installed(registry):
         choices.remember_timings({aten: 0.010, triton: 0.012}, "mm", [], [], dict)
     choices.remember_final_choice(registry, triton)
+    registry.flush()  # the overlay is written off the thread that missed
     overlay_path = registry.load().overlay_path
     assert overlay_path is not None
     held = {e.key: dict(e.best.kwargs)[keys.TEMPLATE] for e in read_results(overlay_path).entries}
