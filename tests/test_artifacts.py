@@ -71,6 +71,18 @@ def compiled(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFa
     return read_results(out)
 
 
+@pytest.fixture
+def store(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> cache_manager.ArtifactStore:
+    """The store Triton's cache manager serves from, over Triton's own file cache in `tmp_path`; its problems"""
+    from triton.runtime.cache import FileCacheManager
+
+    held = cache_manager.ArtifactStore()
+    monkeypatch.setattr(cache_manager.ArtifactCacheManager, "store", held)
+    monkeypatch.setattr(cache_manager.ArtifactCacheManager, "inner_class", FileCacheManager)
+    monkeypatch.setenv("TRITON_CACHE_DIR", str(tmp_path))
+    return held
+
+
 def test_compile_gives_every_entry_its_winners_binary_and_metadata(compiled: model.Results) -> None:
     arch = compiled.header.target.arch
     for entry in compiled.entries:
@@ -84,15 +96,10 @@ def test_compile_gives_every_entry_its_winners_binary_and_metadata(compiled: mod
 
 
 def test_served_artifacts_load_through_tritons_own_metadata_parsing(
-    compiled: model.Results, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+    compiled: model.Results, tmp_path: Path, store: cache_manager.ArtifactStore
 ) -> None:
     from triton.compiler.compiler import CompiledKernel
-    from triton.runtime.cache import FileCacheManager
 
-    store = cache_manager.ArtifactStore()
-    monkeypatch.setattr(cache_manager.ArtifactCacheManager, "store", store)
-    monkeypatch.setattr(cache_manager.ArtifactCacheManager, "inner_class", FileCacheManager)
-    monkeypatch.setenv("TRITON_CACHE_DIR", str(tmp_path))
     store.add(compiled, "test bundle")
     for entry in compiled.entries:
         (artifact,) = entry.artifacts
@@ -109,14 +116,8 @@ def test_served_artifacts_load_through_tritons_own_metadata_parsing(
 
 
 def test_a_corrupt_artifact_falls_back_to_compiling_with_one_warning(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+    tmp_path: Path, store: cache_manager.ArtifactStore
 ) -> None:
-    from triton.runtime.cache import FileCacheManager
-
-    store = cache_manager.ArtifactStore()
-    monkeypatch.setattr(cache_manager.ArtifactCacheManager, "store", store)
-    monkeypatch.setattr(cache_manager.ArtifactCacheManager, "inner_class", FileCacheManager)
-    monkeypatch.setenv("TRITON_CACHE_DIR", str(tmp_path))
     problems: list[str] = []
     store.on_problem = problems.append
     entries, blobs = [], {}
@@ -203,16 +204,11 @@ def _name(entry: model.Entry) -> str:
 
 
 def test_the_verbose_summary_names_the_kernels_a_served_program_compiled_itself(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+    store: cache_manager.ArtifactStore,
 ) -> None:
     """A kernel no bundle held is stored by Triton through the manager: counted, and named at exit."""
-    from triton.runtime.cache import FileCacheManager
     from tuned_kernels.registry.exit_summary import exit_summary
 
-    store = cache_manager.ArtifactStore()
-    monkeypatch.setattr(cache_manager.ArtifactCacheManager, "store", store)
-    monkeypatch.setattr(cache_manager.ArtifactCacheManager, "inner_class", FileCacheManager)
-    monkeypatch.setenv("TRITON_CACHE_DIR", str(tmp_path))
     for key, name in (("a" * 64, "triton_per_fused_sum_1"), ("b" * 64, "triton_poi_fused_0")):
         manager = cache_manager.ArtifactCacheManager(cache_manager.triton_manager_key(key))
         assert manager.get_group(f"{name}.json") is None  # no bundle holds it: Triton compiles
@@ -231,23 +227,22 @@ def test_the_verbose_summary_names_the_kernels_a_served_program_compiled_itself(
 
 @pytest.mark.parametrize(("case", "make", "said"), HOSTILE_COMPILED, ids=[h[0] for h in HOSTILE_COMPILED])
 def test_a_compiled_kernel_that_is_not_what_it_says_is_compiled_instead_with_one_warning(
-    compiled: model.Results, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, case: str, make: Any, said: str
+    compiled: model.Results,
+    tmp_path: Path,
+    store: cache_manager.ArtifactStore,
+    case: str,
+    make: Any,
+    said: str,
 ) -> None:
     """Triton trusts its own cache: a bundle's kernel filed under another kernel's cache key, or whose
     metadata disagrees with its entry or its binary, never reaches it (real binaries, edited and re-hashed)."""
-    from triton.runtime.cache import FileCacheManager
-
     if case == "warps-edited-in-metadata-and-entry" and compiled.header.target.arch != "sm90":
         pytest.skip("a hsaco does not say the block size it was compiled for")
     first = compiled.entries[0]
     other = next(e for e in compiled.entries if _name(e) != _name(first))
     hostile = make(first, other, compiled.blobs)
-    store = cache_manager.ArtifactStore()
     problems: list[str] = []
     store.on_problem = problems.append
-    monkeypatch.setattr(cache_manager.ArtifactCacheManager, "store", store)
-    monkeypatch.setattr(cache_manager.ArtifactCacheManager, "inner_class", FileCacheManager)
-    monkeypatch.setenv("TRITON_CACHE_DIR", str(tmp_path))
     store.add(hostile, "hostile bundle")
     (artifact,) = hostile.entries[0].artifacts
     asked = f"{_name(other if artifact.cache_key == other.artifacts[0].cache_key else first)}.json"
