@@ -385,6 +385,14 @@ def test_capture_records_every_kernel_triton_compiles_outside_benchmarking(tmp_p
     assert [line.split()[-1] for line in lines] == ["*fp32,i32,constexpr,constexpr"] * 2
 
 
+def test_a_capture_over_a_warm_triton_cache_still_keeps_the_kernels_it_launched(tmp_path: Path) -> None:
+    """The user ran the program before capturing it: each kernel is then found in Triton's cache, not
+    compiled, and must be kept all the same (the bundle would otherwise make the served process compile)."""
+    cold = compile_offline("record_compiles.py", tmp_path).split("\n")[:-1]
+    warm = compile_offline("record_compiles.py", tmp_path).split("\n")[:-1]  # the same Triton cache
+    assert warm == cold and len(warm) == 2
+
+
 def _recorded(capture: Path, count: int) -> CaptureSink:
     """A capture's sink that has heard `count` compiled kernels (kernel0, kernel1, ...)."""
     sink = factories.capture_sink(capture)

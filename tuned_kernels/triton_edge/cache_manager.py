@@ -6,8 +6,8 @@ bundle does, gets the bundle's files written into the user's cache (sha256 check
 own atomic `put`) and then loads them as any cached kernel: no compilation. Anything else is passed
 through. A bad or missing artifact makes Triton compile as usual, with one warning.
 
-When capturing, every kernel Triton compiles is recorded too (`recorder`, told by Triton's compilation
-listener, which also gives the kernel's signature: its host launcher can then be built ahead,
+When capturing, every kernel Triton compiles or finds in its cache is recorded too (`recorder`, told by
+Triton's compilation listener, which also gives the kernel's signature: its host launcher can then be built ahead,
 `host_modules`), so a program's plain `@triton.jit` kernels and every specialization it launched ship too;
 compiles made while configs are benchmarked (`recording_paused`) are left out: only winners are kept of those.
 """
@@ -197,19 +197,24 @@ def recording_compiles(recorder: Recorder) -> Iterator[None]:
 
 
 class CompileListener:
-    """Triton's `knobs.compilation.listener` while capturing: each kernel Triton compiles outside
-    benchmarking goes to `recorder` with its host signature; the listener set before still hears every one.
+    """Triton's `knobs.compilation.listener` while capturing: each kernel Triton compiles, or finds in its
+    cache, outside benchmarking goes to `recorder` with its host signature (once per process); the listener
+    set before still hears every one.
     A kernel it cannot keep is a problem told to the installed store."""
 
     def __init__(self, recorder: Recorder, before: Any) -> None:
         self.recorder = recorder
         self.before = before
+        self._kept: set[str] = set()  # the metadata files recorded in this process, read once each
 
     def __call__(self, *, src: Any, metadata: Any, metadata_group: dict[str, str], **rest: Any) -> None:
         if self.before is not None and src is not None:
             self.before(src=src, metadata=metadata, metadata_group=metadata_group, **rest)
-        if _paused or rest.get("cache_hit"):  # a kernel found in Triton's cache was recorded when compiled
+        # a kernel found in Triton's cache counts too: the user's cache may be warm from runs before the capture
+        kept = metadata_group.get(_metadata_name(metadata_group), "")
+        if _paused or kept in self._kept:
             return
+        self._kept.add(kept)
         try:
             compiled = compiled_kernel(metadata_group, host_signature(src))
         except (OSError, ValueError, KeyError, TypeError) as exc:
