@@ -18,9 +18,11 @@ from collections.abc import Callable, Sequence
 
 from tuned_kernels.registry.forking import in_every_forked_child
 
-from tuned_kernels import model
+from tuned_kernels import fallbacks, model
+from tuned_kernels.results.overlay import LOCK_TIMEOUT_S
 
 Write = Callable[[Sequence[model.Entry], bool], None]  # entries, supersede
+EXIT_WAIT_S = 2 * LOCK_TIMEOUT_S  # the longest an exiting process waits for its last write
 
 
 class OverlayWriter:
@@ -47,7 +49,7 @@ class OverlayWriter:
             if self._thread is None:
                 self._thread = threading.Thread(target=self._run, name="tuned-kernels-overlay", daemon=True)
                 self._thread.start()
-                atexit.register(self.flush)
+                atexit.register(self.flush, EXIT_WAIT_S)
             self._changed.notify_all()
 
     def flush(self, timeout: float | None = None) -> bool:
@@ -62,7 +64,10 @@ class OverlayWriter:
                 batch, self._queued, self._writing = self._queued, [], True
             try:
                 for supersede, entries in runs_by_flag(batch):
-                    self._write(entries, supersede)
+                    try:
+                        self._write(entries, supersede)
+                    except Exception:  # the write says its own problems; the writer must outlive any one
+                        fallbacks.count("overlay_write", len(entries))
             finally:
                 with self._changed:
                     self._writing = False

@@ -305,3 +305,25 @@ def test_a_miss_queues_its_overlay_write_and_the_writer_takes_what_queued_meanwh
     release.set()
     assert writer.flush(timeout=60)
     assert writes == [([(1,)], False), ([(2,), (3,)], False), ([(4,)], True)]  # in order, by flag
+
+
+def test_the_overlay_writer_outlives_a_write_that_raises() -> None:
+    from tuned_kernels.registry.overlay_writer import OverlayWriter
+
+    from tuned_kernels import fallbacks
+
+    before = fallbacks.counts().get("overlay_write", 0)
+    written: list[tuple[int, ...]] = []
+
+    def write(entries: Sequence[model.Entry], supersede: bool) -> None:
+        if not written:
+            written.append(())
+            raise RuntimeError("a disk that went away")
+        written.extend(e.key for e in entries)
+
+    writer = OverlayWriter(write)
+    writer.submit(factories.entry(key=(1,)), False)
+    assert writer.flush(timeout=60)
+    writer.submit(factories.entry(key=(2,)), False)
+    assert writer.flush(timeout=60)
+    assert written == [(), (2,)] and fallbacks.counts()["overlay_write"] == before + 1
