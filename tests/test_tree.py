@@ -67,3 +67,29 @@ def test_benchmarks_md_table_is_reproduced_from_every_committed_result_file() ->
         rows = [line for line in out.splitlines() if line.startswith("| ") and not line.startswith("| step")]
         assert rows, f"{path.name} ({', '.join(steps)}) gave no row"
     assert checked >= 10
+
+
+def test_the_quality_and_tune_verdicts_read_a_report_of_their_own(tmp_path: Path) -> None:
+    """No committed file holds the quality step, so a small report of its shape stands in for one."""
+    tune_run = {"seconds": 50.0, "benchmark_seconds": 40.0, "compile_seconds": 2.0, "wall_s": 55.0}
+    report = {
+        "quality": {"rows": [
+            {"case": "dtype=float16 M=16", "exhaustive.pb.zst": 1.0, "seeded.pb.zst": 0.99, "vs_cublas": 0.97,
+             "ops_vs_cublas": 1.0, "ops_impl": "triton"},
+            {"case": "dtype=bfloat16 M=16", "bf16.pb.zst": 0.995, "vs_cublas": 0.96},
+        ]},
+        "tune": {"exhaustive": {**tune_run, "configs_benchmarked": 100},
+                 "seeded": {**tune_run, "configs_benchmarked": 25}},
+    }  # fmt: skip
+    path = tmp_path / "quality.json"
+    path.write_text(json.dumps(report))
+    out = subprocess.run(
+        [sys.executable, str(ROOT / "benchmarks" / "run.py"), "--table-from", str(path)],
+        capture_output=True, text=True, timeout=120, check=True,
+    ).stdout  # fmt: skip
+    assert (
+        "| tune | seeded vs exhaustive: best found (geomean, re-measured now), runs | 0.990, 25% of the runs |"
+        in out
+    )
+    assert "| quality | shipped config vs best re-measured now (geomean) | 0.997 | ≥ 0.99 | yes |" in out
+    assert "| tune | our tune wall vs pure benchmark time | 50.0 s vs 40.0 s = 1.25x" in out

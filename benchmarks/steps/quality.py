@@ -107,8 +107,10 @@ def verdicts(r: dict[str, Any], t: Table) -> None:
                 )
         seeded = [x["seeded.pb.zst"] for x in q if "seeded.pb.zst" in x]
         if "tune" in r:
-            t = r["tune"]
-            share = t["seeded"]["configs_benchmarked"] / max(1, t["exhaustive"]["configs_benchmarked"])
+            tuned = r["tune"]
+            share = tuned["seeded"]["configs_benchmarked"] / max(
+                1, tuned["exhaustive"]["configs_benchmarked"]
+            )
             t.row(
                 "tune",
                 "seeded vs exhaustive: best found (geomean, re-measured now), runs",
