@@ -8,7 +8,7 @@ SiLU, and row softmax. Shape sets: `cold` (the workload), `bf16` (matmul keys fo
     python workload.py hot-path          # per-launch time of a tiny autotuned kernel
     python workload.py hot-path-interleaved  # the same, tuned-kernels on and off in one process
     python workload.py quality R...      # re-measures every config of each key in R now
-    python workload.py bundle-load N     # load + first look-up of run.py's synthetic N-entry bundle
+    python workload.py bundle-load N     # load + first look-up of the load step's synthetic N-entry bundle
 """
 
 from __future__ import annotations
@@ -256,7 +256,7 @@ def chosen_or_best(winners: dict[str, dict[Any, Any]], slot: Any, times: dict[An
     return min(times, key=lambda c: times[c])
 
 
-SYNTHETIC = ("bench.synthetic_kernel", "5" * 64)  # the kernel of run.py's synthetic bundle
+SYNTHETIC = ("bench.synthetic_kernel", "5" * 64)  # the kernel of the load step's synthetic bundle (steps/load.py)
 
 
 def synthetic_key(i: int) -> tuple[Any, ...]:
