@@ -256,7 +256,10 @@ def chosen_or_best(winners: dict[str, dict[Any, Any]], slot: Any, times: dict[An
     return min(times, key=lambda c: times[c])
 
 
-SYNTHETIC = ("bench.synthetic_kernel", "5" * 64)  # the kernel of the load step's synthetic bundle (steps/load.py)
+SYNTHETIC = (
+    "bench.synthetic_kernel",
+    "5" * 64,
+)  # the kernel of the load step's synthetic bundle (steps/load.py)
 
 
 def synthetic_key(i: int) -> tuple[Any, ...]:
