@@ -27,19 +27,18 @@ def exit_summary(summary: Mapping[str, Any]) -> list[str]:
         )
     changed = summary["changed_kernels"]
     if changed:
-        named = ", ".join(sorted(changed)[:MAX_NAMED])
-        more = f" and {len(changed) - MAX_NAMED} more" if len(changed) > MAX_NAMED else ""
-        lines.append(f"changed since they were tuned: {named}{more}")
+        lines.append(f"changed since they were tuned: {first_named(sorted(changed), len(changed))}")
     aside = summary.get("stepped_aside", {})
     if aside:
-        named = ", ".join(f"{kernel} ({why})" for kernel, why in sorted(aside.items())[:MAX_NAMED])
-        more = f" and {len(aside) - MAX_NAMED} more" if len(aside) > MAX_NAMED else ""
-        lines.append(f"not asked about: {named}{more}")
+        asides = [f"{kernel} ({why})" for kernel, why in sorted(aside.items())]
+        lines.append(f"not asked about: {first_named(asides, len(aside))}")
     compiled = summary["compiled_kernels"]
+    here = sorted(set(compiled.get("compiled_here_names", [])))
+    named_here = f" ({first_named(here, compiled['compiled_here'])})" if here else ""
     bundles = ", ".join(b["bundle"] for b in summary["selected"]) or "none"
     kernels = (
         f"compiled kernels: {compiled['served']} served from bundles, {compiled['compiled_here']} compiled here"
-        f"{_named(compiled.get('compiled_here_names', []), compiled['compiled_here'])}"
+        f"{named_here}"
         if compiled["compiled_here"] is not None
         else "no compiled kernels in the selected bundles"
     )
@@ -58,10 +57,7 @@ def exit_summary(summary: Mapping[str, Any]) -> list[str]:
     return [f"tuned-kernels: {line}" for line in lines]
 
 
-def _named(names: list[str], count: int) -> str:
-    """ " (a, b and 3 more)" for the first of `count` kernels compiled here, "" for none."""
-    if not names:
-        return ""
-    shown = sorted(set(names))[:MAX_NAMED]
-    more = count - len(shown)
-    return f" ({', '.join(shown)}{f' and {more} more' if more > 0 else ''})"
+def first_named(names: list[str], total: int) -> str:
+    """ "a, b, c, d and 3 more": the first MAX_NAMED of `names`, of `total` in all."""
+    more = total - len(names[:MAX_NAMED])
+    return ", ".join(names[:MAX_NAMED]) + (f" and {more} more" if more > 0 else "")

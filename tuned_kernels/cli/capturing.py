@@ -37,7 +37,7 @@ def add_capture(sub: Any) -> None:
 def cmd_capture(args: argparse.Namespace) -> int:
     from tuned_kernels.aot.capture import capture
 
-    command = args.command_line[1:] if args.command_line[:1] == ["--"] else args.command_line
+    command = program(args.command_line)
     report = capture(args.output, command)
     if not report.written:
         said = (
@@ -78,7 +78,7 @@ def cmd_coverage(args: argparse.Namespace) -> int:
     import subprocess
     import tempfile
 
-    command = args.command_line[1:] if args.command_line[:1] == ["--"] else args.command_line
+    command = program(args.command_line)
     if not command:
         raise TunedKernelsError("give the program to run after --, e.g. -- pytest tests/")
     if not Path(args.results).exists():  # a folder with no results in it yet: every key misses
@@ -113,3 +113,8 @@ def cmd_coverage(args: argparse.Namespace) -> int:
 def add_commands(sub: Any) -> None:
     add_capture(sub)
     add_coverage(sub)
+
+
+def program(command_line: list[str]) -> list[str]:
+    """The program to run, as given after `--` (argparse keeps the `--` in a REMAINDER)."""
+    return command_line[1:] if command_line[:1] == ["--"] else command_line
