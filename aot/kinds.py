@@ -18,6 +18,7 @@ from contextlib import AbstractContextManager
 from typing import Any, Protocol
 
 from tuned_kernels.aot.answers import SearchedAnswers, TunedAnswers
+from tuned_kernels.aot.tune_report import TuneOptions, TuneTimes
 from tuned_kernels.aot.work import (
     CHECK_SEED_OFFSET,
     NoValidConfig,
@@ -41,8 +42,8 @@ class TuningContext(Protocol):
 
     target: model.Target
     device: Any
-    options: Any  # tune_report.TuneOptions
-    times: Any  # tune_report.TuneTimes
+    options: TuneOptions
+    times: TuneTimes
     blobs: dict[str, bytes]
 
     def generator(self, offset: int) -> Any: ...
