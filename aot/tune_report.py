@@ -68,6 +68,9 @@ class TuneReport:
             return "not kept (--artifacts none)"
         if not apply:
             return "do not apply to the cpu target (Triton's interpreter compiles nothing)"
+        return self.kept_said()
+
+    def kept_said(self) -> str:
         return f"{self.artifacts} compiled kernels kept, {self.artifact_bytes} bytes"
 
 
@@ -92,11 +95,7 @@ def merge_reports(reports: Sequence[TuneReport], seconds: float) -> TuneReport:
             merged.per_family[family] = merged.per_family.get(family, 0) + n
     notes = [r.artifact_note for r in reports if r.artifact_note]
     kept = merged.artifacts or any("kept," in n for n in notes)
-    merged.artifact_note = (
-        f"{merged.artifacts} compiled kernels kept, {merged.artifact_bytes} bytes"
-        if kept
-        else (notes or [""])[0]
-    )
+    merged.artifact_note = merged.kept_said() if kept else (notes or [""])[0]
     return merged
 
 
