@@ -18,26 +18,15 @@ import sys
 import tempfile
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any, Protocol
+from typing import Any
+
+from bench import Bench
 
 HERE = Path(__file__).resolve().parent
 APP = str(HERE.parent / "tests/corpora/inductor_model.py")
 # the goals: first call at most these times default mode with no caches / a warm machine; step time
 # within 3 % of the warm machine's; no graph compiled, no GEMM choice timed
 FIRST_VS_DEFAULT, FIRST_VS_WARM, STEP_VS_WARM = 0.3, 1.2, 1.03
-
-
-class Bench(Protocol):
-    work: Path
-    report: dict[str, Any]
-
-    def env(self, triton_cache: str | None = None, **extra: str) -> dict[str, str]: ...
-
-    def run(self, argv: list[str], env: dict[str, str]) -> tuple[float, str]: ...
-
-    def tool(self, args: list[str], env: dict[str, str]) -> tuple[float, str]: ...
-
-    def save(self) -> None: ...
 
 
 def case_name(model: str, mode: str, train: bool) -> str:
