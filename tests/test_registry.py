@@ -5,6 +5,7 @@ from __future__ import annotations
 import dataclasses
 import json
 import os
+import select
 import subprocess
 import sys
 import threading
@@ -197,6 +198,37 @@ def test_eight_processes_writing_the_overlay_lose_nothing(tmp_path: Path) -> Non
     assert all(p.wait(timeout=max(1.0, deadline - time.monotonic())) == 0 for p in procs)
     keys = {e.key for e in read_results(path).entries}
     assert keys == {(w, i) for w in range(8) for i in range(10)}
+
+
+# a writer that stops inside its write: the new file is written and synced, not yet renamed over the overlay
+STOPPED_WRITER = """
+import os, sys, pathlib
+from tests import factories
+from tuned_kernels.results.overlay import add_to_overlay
+def stop_here(fd):
+    print("inside the write", flush=True)
+    sys.stdin.read()
+os.fsync = stop_here
+add_to_overlay(pathlib.Path(sys.argv[1]), factories.results().header, [factories.entry(key=(1, 0))])
+"""
+
+
+def test_a_writer_killed_inside_its_write_loses_nothing_and_leaves_the_overlay_writable(tmp_path: Path) -> None:
+    path = tmp_path / "overlay.pb"
+    header = factories.results().header
+    add_to_overlay(path, header, [factories.entry(key=(0, i)) for i in range(5)])
+    root = str(Path(__file__).resolve().parents[1])
+    writer = subprocess.Popen([sys.executable, "-c", STOPPED_WRITER, str(path)], cwd=root, text=True,
+                              stdin=subprocess.PIPE, stdout=subprocess.PIPE)  # fmt: skip
+    try:
+        readable, _, _ = select.select([writer.stdout], [], [], 120)
+        assert readable and writer.stdout is not None and writer.stdout.readline() == "inside the write\n"
+    finally:
+        writer.kill()  # SIGKILL: no handler, no atexit, the file lock held until the process is gone
+        writer.wait(timeout=60)
+    assert {e.key for e in read_results(path).entries} == {(0, i) for i in range(5)}
+    add_to_overlay(path, header, [factories.entry(key=(2, 0))])  # the dead writer's lock is free
+    assert {e.key for e in read_results(path).entries} == {(0, i) for i in range(5)} | {(2, 0)}
 
 
 def test_overlay_merge_keeps_the_faster_entry(tmp_path: Path) -> None:
