@@ -213,7 +213,7 @@ add_to_overlay(pathlib.Path(sys.argv[1]), factories.results().header, [factories
 """
 
 
-def test_a_writer_killed_inside_its_write_loses_nothing_and_leaves_the_overlay_writable(tmp_path: Path) -> None:
+def test_a_writer_killed_inside_its_write_loses_nothing_and_frees_the_overlay(tmp_path: Path) -> None:
     path = tmp_path / "overlay.pb"
     header = factories.results().header
     add_to_overlay(path, header, [factories.entry(key=(0, i)) for i in range(5)])
