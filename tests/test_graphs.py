@@ -197,6 +197,37 @@ def test_a_tuned_config_looked_up_under_another_cache_directory_is_read_from_thi
     assert autotune_cache.relocated(place(path), cache) == place(expected)
 
 
+@pytest.mark.parametrize("coordesc_moved_it", [False, True])
+def test_a_cached_coordinate_descent_winner_marks_the_compiled_config_it_equals(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, coordesc_moved_it: bool
+) -> None:
+    """A cached graph's kernel narrowed to a compiled config that coordinate descent kept must not run
+    coordinate descent again at the first call (torch up to 2.11 drops the mark there)."""
+    from torch._inductor.runtime.autotune_cache import AutotuneCache
+    from torch._inductor.runtime.triton_heuristics import check_autotune_cache, hash_configs
+    from triton import Config
+
+    monkeypatch.setattr(AutotuneCache, "read_best", AutotuneCache.read_best)  # restored after the test
+    monkeypatch.setenv("TORCHINDUCTOR_CACHE_DIR", str(tmp_path))
+    monkeypatch.delenv("TRITON_INTERPRET", raising=False)  # Inductor reads no autotune cache under it
+    autotune_cache.mend_read_best()
+    compiled = [Config({"XBLOCK": x}, num_warps=2, num_stages=1) for x in (4, 8, 16)]
+    winner = Config({"XBLOCK": 32 if coordesc_moved_it else 8}, num_warps=2, num_stages=1)
+    meta = {"coordinate_descent_tuning": True, "autotune_local_cache": True}
+    kernel = tmp_path / "ab" / f"cab{'0' * 49}.py"  # where Inductor writes a generated kernel's module
+    kernel.parent.mkdir()
+    kernel.write_text("")
+
+    saved = AutotuneCache.create(meta, str(kernel), hash_configs(compiled))
+    assert saved is not None
+    saved.save(winner, 5_000_000, found_by_coordesc=True)  # as coordinate descent saves its winner
+
+    (best,), _, _ = check_autotune_cache(compiled, str(kernel), meta)  # as a cached graph's kernel rechecks
+    assert best.kwargs == winner.kwargs and best.found_by_coordesc
+    marked = [c.kwargs["XBLOCK"] for c in compiled if getattr(c, "found_by_coordesc", False)]
+    assert marked == ([] if coordesc_moved_it else [8])
+
+
 def test_a_blobs_contents_count_as_one_element_when_a_file_is_read(tmp_path: Path, captured: Path) -> None:
     """A bundle of compiled graphs is mostly machine code and pickles, whose bytes often look like the
     starts of elements: they are counted as the one value each is, so a real bundle reads, while the bound

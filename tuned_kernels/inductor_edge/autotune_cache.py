@@ -97,29 +97,52 @@ def inductor_cache_dir() -> Path:
     return Path(cache_dir())
 
 
-def relocate_stale_paths() -> None:
-    """A kernel compiled on another machine looks for its tuned config where that machine kept it.
+def mend_read_best() -> None:
+    """Two things Inductor's `AutotuneCache.read_best` needs here, so that a served graph's kernels run their
+    bundled configs at the first call, with no tuning and no compiling.
 
-    An FX-graph entry brings its kernels' autotuners along pickled (Inductor's statically launched
-    kernels), and each holds the absolute path of its `.best_config` file: the capturing process's cache
-    directory. Served elsewhere, that path does not exist, so Inductor would tune the kernel again at the
-    first call (coordinate descent, compiling each config it tries) and write the result under the old
-    path. Here a look-up whose path does not exist and lies outside this process's cache directory reads,
-    and writes, the same file name in this cache directory instead, where a bundle put it."""
+    The path: an FX-graph entry brings its kernels' autotuners along pickled (Inductor's statically
+    launched kernels), and each holds the absolute path of its `.best_config` file: the capturing
+    process's cache directory. Served elsewhere, that path does not exist, so Inductor would tune the
+    kernel again at the first call (coordinate descent, compiling each config it tries) and write the
+    result under the old path. A look-up whose path does not exist and lies outside this process's cache
+    directory reads, and writes, the same file name in this cache directory instead, where a bundle put it.
+
+    The flag: when coordinate descent kept one of the configs Inductor had compiled, torch up to 2.11
+    narrows a cached graph's kernel to that compiled config but drops the "found by coordinate descent"
+    mark (pytorch#172819), so the first call runs coordinate descent again and compiles the configs it
+    tries. The configs read against are the compiled configs themselves: the one equal to a cached
+    coordinate-descent winner is marked, as later torch does."""
     from torch._inductor.runtime.autotune_cache import AutotuneCache
 
     read_best = AutotuneCache.read_best
-    if getattr(read_best, "relocating", False):
+    if getattr(read_best, "mended", False):
         return
 
-    def relocating_read_best(self: Any, inductor_meta: Any, configs: Any) -> Any:
+    def mended_read_best(self: Any, inductor_meta: Any, configs: Any) -> Any:
         local = getattr(self, "local_cache", None)
         if isinstance(local, tuple) and len(local) == 2 and isinstance(local[1], str):
             self.local_cache = (local[0], relocated(local[1], inductor_cache_dir()))
-        return read_best(self, inductor_meta, configs)
+        best = read_best(self, inductor_meta, configs)
+        if best is not None and getattr(best, "found_by_coordesc", False):
+            mark_found_by_coordesc(best, configs)
+        return best
 
-    relocating_read_best.relocating = True  # type: ignore[attr-defined]
-    AutotuneCache.read_best = relocating_read_best  # type: ignore[method-assign]
+    mended_read_best.mended = True  # type: ignore[attr-defined]
+    AutotuneCache.read_best = mended_read_best  # type: ignore[method-assign]
+
+
+def mark_found_by_coordesc(best: Any, configs: Iterable[Any]) -> None:
+    """Marks the configs equal to `best` (the same block sizes, warps and stages, as Inductor compares
+    them) as coordinate descent's."""
+    winner = launch_of(best)
+    for config in configs:
+        if launch_of(config) == winner:
+            config.found_by_coordesc = True
+
+
+def launch_of(config: Any) -> tuple[Any, ...]:
+    return (sorted(config.kwargs.items()), config.num_warps, config.num_stages)
 
 
 def relocated(path: str, cache_dir: Path) -> str:

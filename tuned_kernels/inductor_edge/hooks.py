@@ -57,7 +57,7 @@ def install(stored: Stored = lambda _: (), place_graphs: PlaceGraphs = lambda: N
         )
     _fill_autotune_cache(stored)
     place_graphs()
-    _relocate_autotune_paths()
+    _mend_autotune_cache_reads()
 
 
 def _fill_autotune_cache(stored: Stored) -> None:
@@ -71,13 +71,13 @@ def _fill_autotune_cache(stored: Stored) -> None:
             warn(f"cannot write Inductor's autotune cache: {one_line(str(exc))}; Inductor tunes as usual")
 
 
-def _relocate_autotune_paths() -> None:
+def _mend_autotune_cache_reads() -> None:
     from tuned_kernels.inductor_edge import autotune_cache
 
     try:
-        autotune_cache.relocate_stale_paths()
+        autotune_cache.mend_read_best()
     except (ImportError, AttributeError) as exc:  # an Inductor laid out otherwise tunes them again
-        warn(f"cannot relocate Inductor's autotune cache look-ups: {one_line(str(exc))}")
+        warn(f"cannot mend Inductor's autotune cache look-ups: {one_line(str(exc))}")
 
 
 def uninstall() -> None:
