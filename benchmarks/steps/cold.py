@@ -66,9 +66,9 @@ def verdicts(r: dict[str, Any], t: Table) -> None:
             f"{a:.1f} s / {b:.2f} s / {bundle:.2f} s; bundle: {last['compiled']} compiled, "
             f"{last['configs_benchmarked']} benchmarked, {last['hits']} hits, "
             f"{max(x.get('host_builds', 0) for x in c['bundle_only'])} host builds (the warm-up's too)",
-            "bundle ≤ 1.00x warm, ≥ 10x faster than none; 0 compiled, 0 benchmarked",
+            "bundle ≤ 1.00x warm, ≤ 0.10x none; 0 compiled, 0 benchmarked",
             bundle <= b
-            and (none is None or a / bundle >= 10)
+            and (none is None or bundle / a <= 0.10)
             and last["compiled"] == 0
             and last["configs_benchmarked"] == 0,
         )
