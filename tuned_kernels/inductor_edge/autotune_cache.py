@@ -10,6 +10,7 @@ writes, with values it could have chosen, are ever written back.
 
 from __future__ import annotations
 
+import contextlib
 import json
 from collections.abc import Iterable
 from pathlib import Path
@@ -125,7 +126,8 @@ def mend_read_best() -> None:
             self.local_cache = (local[0], relocated(local[1], inductor_cache_dir()))
         best = read_best(self, inductor_meta, configs)
         if best is not None and getattr(best, "found_by_coordesc", False):
-            mark_found_by_coordesc(best, configs)
+            with contextlib.suppress(AttributeError, TypeError):  # configs of another shape: left as they are
+                mark_found_by_coordesc(best, configs)
         return best
 
     mended_read_best.mended = True  # type: ignore[attr-defined]
