@@ -1,6 +1,8 @@
 #!/usr/bin/env bash
 # Every GPU check and benchmark in one call on a GPU machine (see BENCHMARKS.md):
-#   the device tool runs it with .whl carried (our wheel plus zstandard, protobuf, platformdirs, filelock).
+#   the device tool runs it with .whl carried (our wheel plus zstandard, protobuf, platformdirs, filelock;
+#   for the tests of real programs and Helion also fla-core, liger-kernel, helion and filecheck; for the
+#   dask step dask, distributed and the few of their dependencies the machine lacks).
 #   STEPS (default: tests and every benchmark step) picks: tests, helion, miss (benchmarks/miss.py, with its
 #   MISS_ARGS) and/or benchmarks/run.py's --steps.
 #   helion: benchmarks/helion_first_call.py, its HELION_MODES (default all) in HELION_WORK (kept in
