@@ -48,11 +48,16 @@ def exit_summary(summary: Mapping[str, Any]) -> list[str]:
 
         lines.append(f"fell back: {described(summary['fallbacks'])}")
     graphs = summary.get("graphs", {})
-    if graphs.get("files_placed") or graphs.get("files_present") or graphs.get("fxgraph_misses"):
+    if any(graphs.get(k) for k in ("files_placed", "files_present", "files_removed", "fxgraph_misses")):
         lines.append(
             f"torch.compile graphs: {graphs.get('fxgraph_hits', 0)} found in Inductor's cache, "
             f"{graphs.get('fxgraph_misses', 0)} compiled here; bundle files placed there: "
             f"{graphs['files_placed']} (and {graphs['files_present']} already there)"
+            + (
+                f"; taken out, no bundle offers them now: {graphs['files_removed']}"
+                if graphs.get("files_removed")
+                else ""
+            )
         )
     return [f"tuned-kernels: {line}" for line in lines]
 

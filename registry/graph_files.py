@@ -10,9 +10,11 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from filelock import FileLock, Timeout
+
 from tuned_kernels import model
 from tuned_kernels.errors import TunedKernelsError, one_line
-from tuned_kernels.inductor_edge import graphs
+from tuned_kernels.inductor_edge import graphs, placed_record
 
 if TYPE_CHECKING:  # the reader is imported when the registry loads, not before
     from tuned_kernels.registry.stats import Stats
@@ -68,17 +70,38 @@ def graph_files(
 def place_graphs(
     offered: Sequence[GraphFile], cache_dir: Path, stats: Stats, problem: Callable[[str], None]
 ) -> None:
-    """Puts `offered` into Inductor's cache directory where no file is, counted in `stats`; a file that fails
-    its checks is said once per bundle and left out, an unwritable directory once (Inductor compiles)."""
+    """Puts `offered` into Inductor's cache directory where no file is, counted in `stats`, and takes out
+    the files placed by earlier runs that nothing offers now (placed_record.py); a file that fails its
+    checks is said once per bundle and left out, an unwritable directory once (Inductor compiles)."""
+    if not offered and not (cache_dir / placed_record.RECORD).exists():
+        return
+    try:
+        with FileLock(str(cache_dir / f"{placed_record.RECORD}.lock"), timeout=placed_record.LOCK_SECONDS):
+            kept = {str(f.entry.key[0]): f.entry.artifacts[0].files[0].sha256 for f in offered}
+            record, stats.graph_files_removed = placed_record.take_out(
+                cache_dir, placed_record.read_record(cache_dir), kept
+            )
+            _place(offered, cache_dir, stats, problem, record)
+            placed_record.write_record(cache_dir, record)
+    except Timeout:  # another process holds it for long: serve without the record (nothing is taken out)
+        _place(offered, cache_dir, stats, problem, {})
+    except OSError as exc:  # a read-only or full cache directory: Inductor compiles as usual
+        problem(f"cannot write Inductor's cache: {one_line(str(exc))}; Inductor compiles the graphs")
+
+
+def _place(
+    offered: Sequence[GraphFile],
+    cache_dir: Path,
+    stats: Stats,
+    problem: Callable[[str], None],
+    record: dict[str, str],
+) -> None:
     by_source: dict[str, list[GraphFile]] = {}
     for f in offered:
         by_source.setdefault(f.source, []).append(f)
     for source, files in by_source.items():
-        try:
-            placed = graphs.install(((f.entry, f.blob) for f in files), cache_dir)
-        except OSError as exc:  # a read-only or full cache directory: Inductor compiles as usual
-            problem(f"cannot write Inductor's cache: {one_line(str(exc))}; Inductor compiles the graphs")
-            return
+        placed = graphs.install(((f.entry, f.blob) for f in files), cache_dir)
+        record.update(placed.files)
         stats.graph_files_placed += placed.written
         stats.graph_files_present += placed.present
         stats.graph_files_refused += len(placed.refused)

@@ -24,6 +24,7 @@ from tuned_kernels.selection import BundleCandidate, Selection, select_bundles
 from tuned_kernels.timestamps import utc_now
 from tuned_kernels.triton_edge import cache_manager
 from tuned_kernels.triton_edge.interpreter import interpreting
+from tuned_kernels.trust import Origin, Provenance, why_no_code
 
 if TYPE_CHECKING:  # the reader (protobuf, zstandard) is imported when the registry loads, not before
     from tuned_kernels.results.discovery import OpenedBundles
@@ -98,10 +99,11 @@ def load(settings: Settings, opened: OpenedBundles, on_problem: Problem) -> Load
     loaded = Loaded(target, compiler, selection, sources)
     header = loaded.header(model.Producer.CAPTURE)  # the schema's producers: tune, capture, merge
 
-    store = _compiled_kernels(selection, views, target, compiler, sources, settings.compiled)
+    code = code_bundles(selection, opened, on_problem) if settings.compiled else []
+    store = _compiled_kernels(code, views, target, compiler, sources)
     store.on_problem = on_problem
-    if settings.compiled and settings.capture is None:
-        selected = [(c.name, views[c.path]) for c in selection.selected if views[c.path] in sources.bundles]
+    if settings.capture is None:
+        selected = [(c.name, views[c.path]) for c in code if views[c.path] in sources.bundles]
         loaded.graphs = graph_files(selected, target, compiler, on_problem)
     capture = None if settings.capture is None else CaptureSink(settings.capture, header, on_problem)
     recorder = capture.keep_compiled if capture is not None and not interpreting() else None
@@ -133,16 +135,32 @@ def _open_overlay(shared: Path, sources: LoadedSources, on_problem: Problem) -> 
     return shared, False
 
 
+def code_bundles(selection: Selection, opened: OpenedBundles, on_problem: Problem) -> list[BundleCandidate]:
+    """The selected bundles whose code (compiled kernels, torch.compile graphs) may reach Triton, Inductor
+    or the loader: the one gate, by `trust.why_no_code`. A bundle holding code it may not serve is said
+    once; its configs are served all the same."""
+    allowed = []
+    for candidate in selection.selected:
+        provenance = opened.provenance.get(
+            candidate.path, Provenance(Origin.SHARED_FILE, "its origin is unknown")
+        )
+        why = why_no_code(provenance)
+        if why is None:
+            allowed.append(candidate)
+        elif opened.views[candidate.path].has_blobs:
+            on_problem(f"serving only the configs of {candidate.name}: {why}")
+    return allowed
+
+
 def _compiled_kernels(
-    selection: Selection,
+    code: list[BundleCandidate],
     views: Mapping[str, ResultsView],
     target: model.Target,
     compiler: model.CompilerFingerprint,
     sources: LoadedSources,
-    wanted: bool,
 ) -> cache_manager.ArtifactStore:
     store = cache_manager.ArtifactStore()
-    for candidate in selection.selected if wanted else ():
+    for candidate in code:
         view = views[candidate.path]
         if view.has_blobs and artifacts_fit(view.header, target, compiler):
             try:

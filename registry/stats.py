@@ -24,6 +24,7 @@ class Stats:
     graph_files_placed: int = 0  # compiled torch.compile graph files put into Inductor's cache directory
     graph_files_present: int = 0  # ... found there already (left as they were)
     graph_files_refused: int = 0  # ... not placed: they failed their checks
+    graph_files_removed: int = 0  # placed by an earlier run, taken out: no bundle offers them now
     _lock: threading.Lock = field(default_factory=threading.Lock, repr=False, compare=False)
 
     def count(

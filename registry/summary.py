@@ -75,6 +75,7 @@ def graph_summary(stats: Stats) -> dict[str, int]:
         "files_placed": stats.graph_files_placed,
         "files_present": stats.graph_files_present,
         "files_refused": stats.graph_files_refused,
+        "files_removed": stats.graph_files_removed,
         **graph_counts(),
     }
 

@@ -12,6 +12,7 @@ import dataclasses
 import hashlib
 import json
 import os
+import pickle
 import shutil
 import subprocess
 import sys
@@ -99,6 +100,20 @@ def test_graphs_are_not_served_with_compiled_kernels_off(captured: Path, tmp_pat
     assert served.graphs["fxgraph_misses"] == 2 and served.warnings == []  # Inductor compiled both graphs
 
 
+@pytest.mark.parametrize("then", ["bundle-removed", "compiled-off"])
+def test_graphs_placed_by_one_run_are_gone_once_no_bundle_offers_them(
+    captured: Path, tmp_path: Path, then: str
+) -> None:
+    folder = tmp_path / "served"
+    assert run_app(folder, bundle=captured).graphs["fxgraph_hits"] == 2
+    if then == "bundle-removed":
+        later = run_app(folder, verbose=True, TUNED_KERNELS="1")
+    else:
+        later = run_app(folder, bundle=captured, verbose=True, TUNED_KERNELS_COMPILED="0")
+    assert later.graphs["fxgraph_hits"] == 0 and later.graphs["fxgraph_misses"] == 2, later.graphs
+    assert "taken out, no bundle offers them now: " in later.stderr
+
+
 def _graph_entries(results: model.Results) -> list[model.Entry]:
     return [e for e in results.entries if e.kernel.name == graphs.NAME]
 
@@ -159,6 +174,62 @@ def test_a_hostile_graph_leaves_the_program_correct_and_inductor_compiling(
     assert served.graphs["fxgraph_hits"] == 0 and served.graphs["fxgraph_misses"] >= 2, served.graphs
     assert len(served.warnings) == warned, served.warnings
     assert not (tmp_path / "fxgraph").exists()  # nothing written outside Inductor's cache directory
+
+
+def with_payload(results: model.Results, marker: Path) -> model.Results:
+    """Every FX-graph entry replaced by a pickle that runs a command (creating `marker`) and then returns the
+    original entry, its sha256 recomputed, as someone who could write the bundle would."""
+    blobs, entries = dict(results.blobs), []
+    for e in results.entries:
+        if e.kernel.name == graphs.NAME and dict(e.best.kwargs)[graphs.KIND] == "fxgraph":
+            (stored,) = e.artifacts[0].files
+            code = f"__import__('pathlib').Path({str(marker)!r}).touch() or __import__('pickle').loads(B)"
+            data = _pickled_eval(code.replace("B", repr(blobs[stored.sha256])))
+            sha = hashlib.sha256(data).hexdigest()
+            blobs[sha] = data
+            files = (dataclasses.replace(stored, sha256=sha, size_bytes=len(data)),)
+            e = dataclasses.replace(e, artifacts=(dataclasses.replace(e.artifacts[0], files=files),))
+        entries.append(e)
+    return dataclasses.replace(results.with_entries(tuple(entries)), blobs=blobs)
+
+
+def _pickled_eval(code: str) -> bytes:
+    class Payload:
+        def __reduce__(self) -> tuple[object, tuple[str]]:
+            return eval, (code,)
+
+    return pickle.dumps(Payload(), protocol=4)
+
+
+# (id, how the bundle's folder and file are left, whether its graphs may run)
+WHO_CAN_WRITE = [
+    ("only-this-user", 0o700, 0o600, True),
+    ("a-folder-every-user-writes", 0o777, 0o644, False),
+    ("a-file-its-group-writes", 0o755, 0o664, False),
+]
+
+
+@pytest.mark.parametrize(
+    ("name", "folder_mode", "file_mode", "runs"), WHO_CAN_WRITE, ids=[w[0] for w in WHO_CAN_WRITE]
+)
+def test_graphs_of_a_bundle_others_can_write_never_reach_inductor(
+    captured: Path, tmp_path: Path, name: str, folder_mode: int, file_mode: int, runs: bool
+) -> None:
+    """Graphs are code: a bundle file someone else could have replaced serves its configs only (one line),
+    and nothing of its graphs is unpickled; the same file only this user can write is served."""
+    marker = tmp_path / "payload-ran"
+    bundle = tmp_path / "shared" / "hostile.pb.zst"
+    bundle.parent.mkdir()
+    write_results(bundle, with_payload(read_results(captured), marker))
+    bundle.chmod(file_mode)
+    bundle.parent.chmod(folder_mode)
+    served = run_app(tmp_path / "served", bundle=bundle)
+    assert marker.exists() == runs
+    if runs:
+        assert served.graphs["fxgraph_hits"] == 2 and served.warnings == [], served.warnings
+    else:
+        assert served.graphs["fxgraph_hits"] == 0 and served.graphs["fxgraph_misses"] == 2, served.graphs
+        assert len(served.warnings) == 1 and "serving only the configs of" in served.warnings[0]
 
 
 def test_a_file_already_in_inductors_cache_is_never_replaced(captured: Path, tmp_path: Path) -> None:

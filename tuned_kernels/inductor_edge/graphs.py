@@ -101,6 +101,7 @@ class Placed:
     written: int = 0
     present: int = 0  # already in the cache directory (left as they were)
     refused: list[str] = field(default_factory=list)  # why a file was not placed, one per file
+    files: dict[str, str] = field(default_factory=dict)  # what was written: relative path -> sha256
 
 
 def why_not_placed(entry: model.Entry, blob: BlobLookup) -> str | None:
@@ -149,6 +150,7 @@ def install(stored: Iterable[tuple[model.Entry, BlobLookup]], cache_dir: Path) -
             continue
         if place_new_file(cache_dir / str(entry.key[0]), data):
             placed.written += 1
+            placed.files[str(entry.key[0])] = entry.artifacts[0].files[0].sha256
         else:
             placed.present += 1
     return placed

@@ -4,7 +4,7 @@ directories or files listed in TUNED_KERNELS_PATH."""
 from __future__ import annotations
 
 import os
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from importlib import metadata
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -12,6 +12,8 @@ from typing import TYPE_CHECKING
 from tuned_kernels.errors import TunedKernelsError, one_line
 from tuned_kernels.naming import ENTRY_POINT_GROUP
 from tuned_kernels.results.locate import results_files_in
+from tuned_kernels.results.provenance import provenance_of
+from tuned_kernels.trust import Provenance
 
 if TYPE_CHECKING:
     from tuned_kernels.results.view import ResultsView
@@ -23,6 +25,7 @@ PATH_ENV = "TUNED_KERNELS_PATH"
 class BundleFile:
     source: str  # "tuned-kernels-sm90 0.1.0" or the TUNED_KERNELS_PATH entry
     path: Path
+    packaged: bool = False  # from an installed bundle package (else named in TUNED_KERNELS_PATH)
 
 
 @dataclass(frozen=True)
@@ -45,7 +48,7 @@ def discover() -> Found:
         try:
             module = ep.load()
             root = Path(getattr(module, "BUNDLE_DIR", Path(module.__file__ or "").parent))
-            files += [BundleFile(source, p) for p in results_files_in(root, bounded=True)]
+            files += [BundleFile(source, p, packaged=True) for p in results_files_in(root, bounded=True)]
         except (Exception, SystemExit) as exc:  # a broken bundle package must not break the user's program
             problems.append(f"skipping bundle package {source}: {one_line(f'{type(exc).__name__}: {exc}')}")
     for entry in os.environ.get(PATH_ENV, "").split(os.pathsep):
@@ -56,11 +59,13 @@ def discover() -> Found:
 
 @dataclass(frozen=True)
 class OpenedBundles:
-    """The installed bundles, opened: found (source, path) pairs, their views by path, and what was wrong."""
+    """The installed bundles, opened: found (source, path) pairs, their views and provenance by path, and
+    what was wrong."""
 
     found: tuple[tuple[str, str], ...]
     views: dict[str, ResultsView]
     problems: tuple[str, ...]
+    provenance: dict[str, Provenance] = field(default_factory=dict)
 
 
 def open_installed() -> OpenedBundles:
@@ -70,6 +75,7 @@ def open_installed() -> OpenedBundles:
 
     discovered = discover()
     views: dict[str, ResultsView] = {}
+    provenance: dict[str, Provenance] = {}
     found: list[tuple[str, str]] = []
     failed: dict[str, list[str]] = {}
     for bundle in discovered.files:
@@ -79,9 +85,10 @@ def open_installed() -> OpenedBundles:
             failed.setdefault(bundle.source, []).append(str(exc))
             continue
         found.append((bundle.source, str(bundle.path)))
+        provenance[str(bundle.path)] = provenance_of(bundle.path, bundle.packaged)
     problems = list(discovered.problems)
     for source, reasons in failed.items():
         named = "" if reasons[0].startswith(source) else f" of {source}"
         more = f" (and {len(reasons) - 1} more)" if len(reasons) > 1 else ""
         problems.append(f"skipping bundle{named}: {reasons[0]}{more}")
-    return OpenedBundles(tuple(found), views, tuple(problems))
+    return OpenedBundles(tuple(found), views, tuple(problems), provenance)

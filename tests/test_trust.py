@@ -1,0 +1,71 @@
+"""Which bundles may serve code (compiled kernels, torch.compile graphs): installed bundle packages and
+files no one but this user (or root) can write. Everything else serves its configs only. Checked on real
+files and folders with real permission bits."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import pytest
+
+from tuned_kernels.results.provenance import provenance_of
+from tuned_kernels.trust import Origin, Provenance, why_no_code
+
+# (id, folder mode, file mode, may serve code)
+MODES = [
+    ("private-file-private-folder", 0o700, 0o600, True),
+    ("readable-by-all", 0o755, 0o644, True),
+    ("file-its-group-writes", 0o755, 0o664, False),
+    ("file-every-user-writes", 0o755, 0o646, False),
+    ("folder-its-group-writes", 0o775, 0o644, False),
+    ("folder-every-user-writes", 0o777, 0o644, False),
+    ("folder-every-user-writes-sticky", 0o1777, 0o644, True),  # as /tmp: others cannot replace the file
+]
+
+
+@pytest.mark.parametrize(("name", "folder_mode", "file_mode", "code"), MODES, ids=[m[0] for m in MODES])
+def test_a_bundle_file_serves_code_only_when_no_one_else_can_write_it(
+    tmp_path: Path, name: str, folder_mode: int, file_mode: int, code: bool
+) -> None:
+    folder = tmp_path / "bundles"
+    folder.mkdir()
+    bundle = folder / "app.pb.zst"
+    bundle.write_bytes(b"")
+    bundle.chmod(file_mode)
+    folder.chmod(folder_mode)
+    provenance = provenance_of(bundle, packaged=False)
+    assert (why_no_code(provenance) is None) == code, provenance
+    if not code:
+        assert provenance.origin is Origin.SHARED_FILE and str(folder) in str(provenance.writable_by_others)
+
+
+def test_a_link_is_judged_by_the_file_it_names(tmp_path: Path) -> None:
+    shared = tmp_path / "shared"
+    shared.mkdir()
+    (shared / "app.pb.zst").write_bytes(b"")
+    shared.chmod(0o777)
+    private = tmp_path / "private"
+    private.mkdir(mode=0o700)
+    (private / "app.pb.zst").symlink_to(shared / "app.pb.zst")
+    assert why_no_code(provenance_of(private / "app.pb.zst", packaged=False)) is not None
+
+
+def test_a_file_that_cannot_be_checked_serves_no_code(tmp_path: Path) -> None:
+    why = why_no_code(provenance_of(tmp_path / "gone.pb.zst", packaged=False))
+    assert why is not None and "cannot be checked" in why
+
+
+def test_an_installed_bundle_package_serves_code_wherever_it_lives(tmp_path: Path) -> None:
+    tmp_path.chmod(0o777)
+    assert why_no_code(provenance_of(tmp_path / "any.pb.zst", packaged=True)) is None
+    assert why_no_code(Provenance(Origin.PACKAGE)) is None
+
+
+@pytest.mark.skipif(not hasattr(os, "getuid") or os.getuid() != 0, reason="needs root to give a file away")
+def test_a_file_another_user_owns_serves_no_code(tmp_path: Path) -> None:
+    bundle = tmp_path / "app.pb.zst"
+    bundle.write_bytes(b"")
+    os.chown(bundle, 12345, -1)
+    why = why_no_code(provenance_of(bundle, packaged=False))
+    assert why is not None and "another user (uid 12345)" in why

@@ -1,0 +1,45 @@
+"""Where a bundle file came from: an installed bundle package, or a file named in TUNED_KERNELS_PATH that
+only this user (or root) can write, or one that others can. A file others can write could be replaced
+with code between the capture and this run, so `trust.why_no_code` serves only its configs. The checks
+follow OpenSSH's for its key files: the file and every folder above it are owned by this user or root and
+not writable by group or others (a folder with the sticky bit, such as /tmp, counts as safe: others
+cannot replace what is in it)."""
+
+from __future__ import annotations
+
+import os
+import stat
+from pathlib import Path
+
+from tuned_kernels.errors import one_line
+from tuned_kernels.trust import Origin, Provenance
+
+_OTHERS_WRITE = stat.S_IWGRP | stat.S_IWOTH
+
+
+def provenance_of(path: Path, packaged: bool) -> Provenance:
+    if packaged:
+        return Provenance(Origin.PACKAGE)
+    problem = _writable_by_others(path)
+    if problem is None:
+        return Provenance(Origin.PRIVATE_FILE)
+    return Provenance(Origin.SHARED_FILE, problem)
+
+
+def _writable_by_others(path: Path) -> str | None:
+    """Why someone other than this user or root could change what `path` holds, or None."""
+    me = os.getuid() if hasattr(os, "getuid") else None
+    try:
+        real = Path(os.path.realpath(path))
+        checked = [real, *real.parents]
+        for place in checked:
+            info = os.stat(place)
+            is_folder = stat.S_ISDIR(info.st_mode)
+            if me is not None and info.st_uid not in (me, 0):
+                return f"{one_line(str(place), 120)} belongs to another user (uid {info.st_uid})"
+            if info.st_mode & _OTHERS_WRITE and not (is_folder and info.st_mode & stat.S_ISVTX):
+                who = "its group" if not info.st_mode & stat.S_IWOTH else "every user"
+                return f"{one_line(str(place), 120)} can be written by {who}"
+    except OSError as exc:
+        return f"{one_line(str(path), 120)} cannot be checked ({one_line(exc.strerror or str(exc), 60)})"
+    return None
