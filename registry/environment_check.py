@@ -24,6 +24,7 @@ CHOICES: dict[str, tuple[str, ...] | None] = {
     "TUNED_KERNELS_VERBOSE": ("0", "1"),
     "TUNED_KERNELS_WARMUP": ("0", "1"),
     "TUNED_KERNELS_COMPILED": ("0", "1"),
+    "TUNED_KERNELS_STRICT": ("0", "1"),
     "TUNED_KERNELS_ON_MISS": ("tune", "nearest"),
     "TUNED_KERNELS_STALE": ("reject", "seed"),
     "TUNED_KERNELS_TARGET": None,  # a target tuned-kernels knows, as `detect` spells it (sm90, SM_90)

@@ -22,6 +22,7 @@ from tuned_kernels.registry.loading import BundleOpener, Loaded, load
 from tuned_kernels.registry.notices import Notices
 from tuned_kernels.registry.settings import Settings
 from tuned_kernels.registry.stats import Stats
+from tuned_kernels.registry.strict import strict_stop
 
 from tuned_kernels import model
 from tuned_kernels.decision import Decision, Measured, decide, measured_entry
@@ -80,6 +81,9 @@ class Registry:
             return Decision("miss")
         stored_as = self._stored_as(identity, loaded)
         decision = decide(stored_as, key, fits, loaded.sources, self.settings.policy)
+        if self.settings.strict and counted and not decision.served:  # a probe (counted=False) tunes nothing
+            shown = one_line(", ".join(str(v) for v in key), 120)
+            strict_stop(f"{identity.name} ({shown}) is not in the bundles; it would be tuned")
         torch_version = loaded.compiler.torch_version if loaded.compiler else "?"
         self.notices.after(identity, key, decision, loaded.sources, torch_version)
         if counted and decision.served:

@@ -14,6 +14,7 @@ from tuned_kernels.registry import warmup
 from tuned_kernels.registry.environment_check import environment_problems
 from tuned_kernels.registry.runtime import Registry
 from tuned_kernels.registry.settings import Settings
+from tuned_kernels.registry.strict import strict_stop
 
 from tuned_kernels import model, resolving
 from tuned_kernels.helion_edge import hooks as helion_hooks
@@ -35,6 +36,10 @@ def enable(settings: Settings | None = None) -> Registry:
             registry.warmup = warmup.start(registry)
     autotuner.patch()
     inductor_hooks.install_when_imported(_stored, _place_graphs)
+    if registry.settings.strict:
+        from tuned_kernels.inductor_edge import strict
+
+        strict.install(strict_stop)
     helion_hooks.install_when_imported()
     return registry
 

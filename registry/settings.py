@@ -1,6 +1,6 @@
 """How a registry serves, read once from the environment where the registry is enabled (never from inside
 it): TUNED_KERNELS_ON_MISS, TUNED_KERNELS_STALE, TUNED_KERNELS_CAPTURE, TUNED_KERNELS_REPORT,
-TUNED_KERNELS_WARMUP, TUNED_KERNELS_VERBOSE, TUNED_KERNELS_COMPILED."""
+TUNED_KERNELS_WARMUP, TUNED_KERNELS_VERBOSE, TUNED_KERNELS_COMPILED, TUNED_KERNELS_STRICT."""
 
 from __future__ import annotations
 
@@ -19,6 +19,9 @@ REPORT_ENV = (
 WARMUP_ENV = "TUNED_KERNELS_WARMUP"  # 0: no background warm-up (Triton builds its host modules at launch)
 VERBOSE_ENV = "TUNED_KERNELS_VERBOSE"  # 1: a short summary of what was served and tuned, on stderr at exit
 COMPILED_ENV = "TUNED_KERNELS_COMPILED"  # 0: serve the bundles' configs, never their compiled kernels
+STRICT_ENV = (
+    "TUNED_KERNELS_STRICT"  # 1: stop, with one line, instead of tuning or compiling what bundles lack
+)
 
 
 @dataclass(frozen=True)
@@ -32,6 +35,7 @@ class Settings:
     warmup: bool = True  # open bundles and build Triton's host modules in the background (warmup.py)
     verbose: bool = False  # print `exit_summary` to stderr when the process ends
     compiled: bool = True  # place the bundles' compiled kernels in Triton's cache (else Triton compiles)
+    strict: bool = False  # stop the program instead of tuning a miss or compiling a graph (a CI's proof)
 
     @staticmethod
     def from_environ(environ: Mapping[str, str]) -> Settings:
@@ -49,4 +53,5 @@ class Settings:
             warmup=environ.get(WARMUP_ENV, "1").strip() != "0",
             verbose=environ.get(VERBOSE_ENV, "0").strip() == "1",
             compiled=environ.get(COMPILED_ENV, "1").strip() != "0",
+            strict=environ.get(STRICT_ENV, "0").strip() == "1" and not capture,
         )

@@ -123,3 +123,22 @@ def test_an_editable_install_turns_on_tuned_kernels_with_TUNED_KERNELS_1(tmp_pat
     assert on.returncode == 0, on.stderr[-2000:]
     assert on.stdout.split() == [str(clone / "tuned_kernels" / "__init__.py"), "True"]
     assert off.stdout.split()[-1] == "False"
+
+
+def test_strict_stops_on_a_key_no_bundle_holds_in_one_line_and_serves_what_is_held(tmp_path: Path) -> None:
+    """TUNED_KERNELS_STRICT=1, for a CI job proving a bundle covers a program: a miss stops the program
+    before anything is tuned (exit 3, one line naming the kernel and key); once the key is held, it runs."""
+    (tmp_path / "app.py").write_text(
+        APP + "\n\ndef check(n):\n    y, x = run(n)\n    assert torch.equal(y, 2 * x)\n"
+    )
+    program = "import app\napp.check(100)\nprint('done')"
+    stopped = _run([sys.executable, "-c", program], tmp_path, TUNED_KERNELS="1", TUNED_KERNELS_STRICT="1")
+    assert stopped.returncode == 3 and "done" not in stopped.stdout
+    (line,) = stopped.stderr.strip().splitlines()
+    assert line.startswith("tuned-kernels: TUNED_KERNELS_STRICT=1: app.") and "is not in the bundles" in line
+    assert not (tmp_path / "overlay").exists() or not any(
+        (tmp_path / "overlay").glob("*.pb")
+    )  # nothing tuned
+    assert _run([sys.executable, "-c", program], tmp_path, TUNED_KERNELS="1").returncode == 0  # tuned, kept
+    served = _run([sys.executable, "-c", program], tmp_path, TUNED_KERNELS="1", TUNED_KERNELS_STRICT="1")
+    assert served.returncode == 0 and "done" in served.stdout, served.stderr[-2000:]

@@ -36,6 +36,7 @@ class Served:
     warnings: list[str]
     stderr: str
     cache: Path
+    returncode: int = 0
 
 
 def run_app(
@@ -61,8 +62,13 @@ def run_app(
     if capture is not None:
         command = [sys.executable, "-m", "tuned_kernels", "capture", "-o", str(capture), "--", *command]
     done = subprocess.run(command, env=env, cwd=folder, capture_output=True, text=True, timeout=300)
-    assert done.returncode == 0 and "Traceback" not in done.stderr, done.stderr[-3000:]  # checked vs eager
-    counts = json.loads(done.stdout.split("GRAPHS ", 1)[1].splitlines()[0])
+    assert "Traceback" not in done.stderr, done.stderr[-3000:]
+    if done.returncode != 0:  # only TUNED_KERNELS_STRICT=1 stops a program (the tests that set it say so)
+        assert extra.get("TUNED_KERNELS_STRICT") == "1", done.stderr[-3000:]
+        return Served(
+            {}, factories.warnings_in(done.stderr), done.stderr, folder / "inductor", done.returncode
+        )
+    counts = json.loads(done.stdout.split("GRAPHS ", 1)[1].splitlines()[0])  # the outputs checked vs eager
     return Served(counts, factories.warnings_in(done.stderr), done.stderr, folder / "inductor")
 
 
@@ -112,6 +118,25 @@ def test_graphs_placed_by_one_run_are_gone_once_no_bundle_offers_them(
         later = run_app(folder, bundle=captured, verbose=True, TUNED_KERNELS_COMPILED="0")
     assert later.graphs["fxgraph_hits"] == 0 and later.graphs["fxgraph_misses"] == 2, later.graphs
     assert "taken out, no bundle offers them now: " in later.stderr
+
+
+@pytest.mark.parametrize("graphs_shipped", [True, False])
+def test_strict_stops_a_program_whose_bundle_lacks_its_graph_and_lets_a_covered_one_run(
+    captured: Path, tmp_path: Path, graphs_shipped: bool
+) -> None:
+    bundle = captured
+    if not graphs_shipped:
+        bundle = tmp_path / "configs-only.pb.zst"
+        results = read_results(captured)
+        write_results(
+            bundle, results.with_entries(tuple(e for e in results.entries if e.kernel.name != graphs.NAME))
+        )
+    served = run_app(tmp_path / "served", bundle=bundle, TUNED_KERNELS_STRICT="1")
+    if graphs_shipped:
+        assert served.returncode == 0 and served.graphs["fxgraph_hits"] == 2 and served.warnings == []
+    else:
+        assert served.returncode == 3 and len(served.stderr.strip().splitlines()) == 1, served.stderr
+        assert "TUNED_KERNELS_STRICT=1: Inductor is compiling a graph" in served.stderr
 
 
 def _graph_entries(results: model.Results) -> list[model.Entry]:

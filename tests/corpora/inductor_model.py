@@ -54,6 +54,76 @@ class DecoderBlock(nn.Module):
         return x + self.down(nn.functional.silu(self.gate(h)) * self.up(h))
 
 
+class BmmDecoderBlock(nn.Module):
+    """A decoder block as often written outside this project: attention through torch.bmm, a causal mask
+    by masked_fill and a softmax; RMSNorm; SwiGLU; a 3-D input (batch, tokens, width)."""
+
+    def __init__(self, dim: int, hidden: int, heads: int, sdpa: bool = False) -> None:
+        super().__init__()
+        self.heads, self.sdpa = heads, sdpa
+        self.norm1, self.norm2 = nn.RMSNorm(dim), nn.RMSNorm(dim)
+        self.qkv, self.o = nn.Linear(dim, 3 * dim, bias=False), nn.Linear(dim, dim, bias=False)
+        self.gate, self.up = nn.Linear(dim, hidden, bias=False), nn.Linear(dim, hidden, bias=False)
+        self.down = nn.Linear(hidden, dim, bias=False)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        b, t, d = x.shape
+        q, k, v = self.qkv(self.norm1(x)).split(d, dim=-1)
+        q, k, v = (z.view(b, t, self.heads, -1).transpose(1, 2) for z in (q, k, v))
+        if self.sdpa:
+            attention = nn.functional.scaled_dot_product_attention(q, k, v, is_causal=True)
+        else:
+            q, k, v = (z.reshape(b * self.heads, t, -1) for z in (q, k, v))
+            scores = torch.bmm(q, k.transpose(1, 2)) / (q.shape[-1] ** 0.5)
+            mask = torch.ones(t, t, dtype=torch.bool, device=x.device).triu(1)
+            attention = torch.bmm(scores.masked_fill(mask, float("-inf")).softmax(-1), v)
+        x = x + self.o(attention.reshape(b, self.heads, t, -1).transpose(1, 2).reshape(b, t, d))
+        h = self.norm2(x)
+        return x + self.down(nn.functional.silu(self.gate(h)) * self.up(h))
+
+
+class ConvNet(nn.Module):
+    def __init__(self) -> None:
+        super().__init__()
+
+        def stage(cin: int, cout: int) -> nn.Module:
+            return nn.Sequential(
+                nn.Conv2d(cin, cout, 3, stride=2, padding=1), nn.BatchNorm2d(cout), nn.ReLU()
+            )
+
+        self.features = nn.Sequential(stage(3, 64), stage(64, 128), stage(128, 256), stage(256, 512))
+        self.head = nn.Linear(512, 1000)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return self.head(self.features(x).mean((2, 3)))
+
+
+class RoutedMLP(nn.Module):
+    """Mixture of experts, each token sent to its top-2 of 8 experts with a fixed capacity per expert
+    (Switch-Transformer style dispatch: dense one-hot tensors, so shapes stay static)."""
+
+    def __init__(self, dim: int, hidden: int, experts: int = 8, top: int = 2) -> None:
+        super().__init__()
+        self.top, self.experts = top, experts
+        self.router = nn.Linear(dim, experts, bias=False)
+        self.w_in = nn.Parameter(torch.randn(experts, dim, hidden) / dim**0.5)
+        self.w_out = nn.Parameter(torch.randn(experts, hidden, dim) / hidden**0.5)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        tokens = x.shape[0]
+        capacity = 2 * tokens * self.top // self.experts
+        gates, chosen = self.router(x).softmax(-1).topk(self.top, dim=-1)
+        one_hot = nn.functional.one_hot(chosen, self.experts).to(x.dtype)  # (tokens, top, experts)
+        position = (one_hot.flatten(0, 1).cumsum(0).view_as(one_hot) - 1) * one_hot
+        keep = one_hot * (position < capacity).to(x.dtype)
+        slots = nn.functional.one_hot(position.long().clamp(0, capacity - 1), capacity).to(x.dtype)
+        dispatch = torch.einsum("tke,tkec->tec", keep, slots)  # (tokens, experts, capacity)
+        combine = torch.einsum("tk,tke,tkec->tec", gates, keep, slots)
+        expert_in = torch.einsum("tec,td->ecd", dispatch, x)
+        expert_out = torch.bmm(nn.functional.gelu(torch.bmm(expert_in, self.w_in)), self.w_out)
+        return x + torch.einsum("tec,ecd->td", combine, expert_out)
+
+
 def model(name: str) -> tuple[nn.Module, int]:
     """The model and its width."""
     if name == "mlp":  # two blocks: four GEMMs of two shapes
@@ -64,6 +134,16 @@ def model(name: str) -> tuple[nn.Module, int]:
         return nn.Sequential(*(DecoderBlock(4096, 11008, 32) for _ in range(4))), 4096
     if name == "decoder":  # two blocks, attention and SwiGLU (bf16)
         return nn.Sequential(*(DecoderBlock(2048, 5632, 16) for _ in range(2))), 2048
+    if name == "bmm-decoder":  # written elsewhere: bmm attention, 3-D input, built on the CPU
+        return nn.Sequential(*(BmmDecoderBlock(2048, 5632, 16) for _ in range(2))), 2048
+    if name == "sdpa-decoder":  # the same with SDPA attention
+        return nn.Sequential(*(BmmDecoderBlock(2048, 5632, 16, sdpa=True) for _ in range(2))), 2048
+    if name == "conv":
+        return ConvNet(), 3
+    if name == "moe":
+        return nn.Sequential(RoutedMLP(2048, 4096), RoutedMLP(2048, 4096)), 2048
+    if name == "mlp-dynamic":  # the batch dimension marked dynamic
+        return nn.Sequential(MLPBlock(2048, 5632), MLPBlock(2048, 5632)), 2048
     if name == "llama-small":  # for tests: GEMMs sharing keys (q, k, v; gate, up), in two blocks
         return nn.Sequential(*(DecoderBlock(1024, 2816, 8) for _ in range(2))), 1024
     if name == "small":  # for tests: quick to autotune
@@ -90,7 +170,42 @@ def first_call(compiled: nn.Module, x: torch.Tensor) -> torch.Tensor:
     return out  # type: ignore[no-any-return]
 
 
-DTYPES = {"decoder": torch.bfloat16}  # the others: fp16
+DTYPES = {name: torch.bfloat16 for name in ("decoder", "bmm-decoder", "sdpa-decoder", "moe")}  # others: fp16
+BUILT_ON_CPU = {"bmm-decoder", "sdpa-decoder", "conv"}  # then moved with .cuda(), as many programs do
+
+
+def example_input(name: str, width: int, dtype: torch.dtype) -> torch.Tensor:
+    if name in ("bmm-decoder", "sdpa-decoder"):
+        return torch.randn(4, TOKENS, width, device="cuda", dtype=dtype)
+    if name == "conv":
+        return torch.randn(32, 3, 128, 128, device="cuda", dtype=dtype)
+    if name == "mlp-dynamic":
+        x = torch.randn(8, TOKENS // 4, width, device="cuda", dtype=dtype)
+        torch._dynamo.mark_dynamic(x, 0)
+        return x
+    return torch.randn(TOKENS, width, device="cuda", dtype=dtype)
+
+
+class RealWork:
+    """What Inductor really does in this process: its own counters also replay, on a graph found in its
+    cache, what that graph's first compile did (codecache's counter_deltas), so they cannot tell."""
+
+    def __init__(self) -> None:
+        from torch._inductor.runtime import benchmarking, coordinate_descent_tuner, triton_heuristics
+
+        self.counts = {"gpu_benchmarks": 0, "generated_kernel_autotunes": 0, "coordinate_descent": 0}
+        self._count(benchmarking.InductorBenchmarker, "benchmark_gpu", "gpu_benchmarks")
+        self._count(triton_heuristics.CachingAutotuner, "benchmark_all_configs", "generated_kernel_autotunes")
+        self._count(coordinate_descent_tuner.CoordescTuner, "autotune", "coordinate_descent")
+
+    def _count(self, cls: type, method: str, name: str) -> None:
+        original = getattr(cls, method)
+
+        def counted(*args: object, **kwargs: object) -> object:
+            self.counts[name] += 1
+            return original(*args, **kwargs)
+
+        setattr(cls, method, counted)
 
 
 def step(compiled: nn.Module, x: torch.Tensor, train: bool) -> torch.Tensor:
@@ -129,12 +244,17 @@ def main() -> None:
 
     autotunings: list[tuple[str, int]] = []
     select_algorithm.add_feedback_saver(lambda timings, op, *_: autotunings.append((op, len(timings))))
+    real = RealWork()
     torch.manual_seed(0)
     dtype = DTYPES.get(name, torch.float16)
-    with torch.device("cuda"):  # initialised where it runs: seconds less than on the CPU
+    if name in BUILT_ON_CPU:
         net, width = model(name)
+        net = net.cuda()
+    else:
+        with torch.device("cuda"):  # initialised where it runs: seconds less than on the CPU
+            net, width = model(name)
     net = net.to(dtype).train(train)
-    x = torch.randn(TOKENS, width, device="cuda", dtype=dtype)
+    x = example_input(name, width, dtype)
     compiled = torch.compile(net, mode=mode)
     profile_path = os.environ.get("INDUCTOR_MODEL_PSTATS")  # diagnostics: where the first call's time goes
     if profile_path:
@@ -147,6 +267,7 @@ def main() -> None:
         out = first_call(compiled, x) if not train else step(compiled, x, train)
         torch.cuda.synchronize()
         first = time.perf_counter() - t0
+        first_call_work = dict(real.counts)
         if profile_path:
             profiler.disable()
             profiler.dump_stats(profile_path)
@@ -185,6 +306,7 @@ def main() -> None:
                 "gemm_choices_benchmarked": sum(n for _, n in autotunings),
                 "step_ms": round(step_ms, 4),
                 "output_digest": digest,
+                "first_call_work": first_call_work,
                 **graph_counts(),
             }
         )
