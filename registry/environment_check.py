@@ -12,21 +12,22 @@ from collections.abc import Callable, Mapping
 
 from tuned_kernels.hardware.archs import KNOWN_ARCHS
 from tuned_kernels.hardware.probe import known_target
+from tuned_kernels.registry.settings import ON_MISS, STALE
 
 from tuned_kernels.errors import one_line
+from tuned_kernels.setting_values import MAX_MISS_JOBS, SWITCH, choice, count
 
-MAX_MISS_JOBS = 256
 TARGET = "TUNED_KERNELS_TARGET"
 
 # variable: the values it takes (None: any text; checked below where it names paths)
 CHOICES: dict[str, tuple[str, ...] | None] = {
-    "TUNED_KERNELS": ("0", "1"),
-    "TUNED_KERNELS_VERBOSE": ("0", "1"),
-    "TUNED_KERNELS_WARMUP": ("0", "1"),
-    "TUNED_KERNELS_COMPILED": ("0", "1"),
-    "TUNED_KERNELS_STRICT": ("0", "1"),
-    "TUNED_KERNELS_ON_MISS": ("tune", "nearest"),
-    "TUNED_KERNELS_STALE": ("reject", "seed"),
+    "TUNED_KERNELS": SWITCH,
+    "TUNED_KERNELS_VERBOSE": SWITCH,
+    "TUNED_KERNELS_WARMUP": SWITCH,
+    "TUNED_KERNELS_COMPILED": SWITCH,
+    "TUNED_KERNELS_STRICT": SWITCH,
+    "TUNED_KERNELS_ON_MISS": ON_MISS,
+    "TUNED_KERNELS_STALE": STALE,
     "TUNED_KERNELS_TARGET": None,  # a target tuned-kernels knows, as `detect` spells it (sm90, SM_90)
     "TUNED_KERNELS_MISS_JOBS": None,
     "TUNED_KERNELS_PATH": None,
@@ -57,12 +58,12 @@ def environment_problems(environ: Mapping[str, str], kind_of: KindOf = kind_of_p
             problems.append(f"{name} is not a tuned-kernels setting{hint}; it is ignored")
             continue
         choices = CHOICES[name]
-        if choices is not None and value.lower() not in choices and value != "":
+        if choices is not None and choice(value, choices) is None and value != "":
             takes = " or ".join(choices) if len(choices) < 4 else "one of " + ", ".join(choices)
             problems.append(f"{name}={shown}: takes {takes}; ignored")
         elif name == TARGET and value and not known_target(value):
             problems.append(f"{name}={shown}: takes one of {', '.join(KNOWN_ARCHS)}; ignored")
-        elif name == "TUNED_KERNELS_MISS_JOBS" and value and not _count(value):
+        elif name == "TUNED_KERNELS_MISS_JOBS" and value and count(value) is None:
             problems.append(f"{name}={shown}: takes a whole number from 1 to {MAX_MISS_JOBS}; ignored")
         elif name == "TUNED_KERNELS_PATH":
             problems += [
@@ -73,7 +74,3 @@ def environment_problems(environ: Mapping[str, str], kind_of: KindOf = kind_of_p
         elif name == "TUNED_KERNELS_CACHE_DIR" and value and kind_of(value) not in ("dir", "missing"):
             problems.append(f"{name}={shown}: not a folder; the overlay of tuned misses is not kept")
     return problems
-
-
-def _count(value: str) -> bool:
-    return value.isdigit() and 1 <= int(value) <= MAX_MISS_JOBS

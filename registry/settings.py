@@ -9,6 +9,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from tuned_kernels.decision import Policy
+from tuned_kernels.setting_values import choice, switch
+
+ON_MISS = ("tune", "nearest")
+STALE = ("reject", "seed")
 
 ON_MISS_ENV = "TUNED_KERNELS_ON_MISS"  # tune (default) | nearest
 STALE_ENV = "TUNED_KERNELS_STALE"  # reject (default) | seed
@@ -42,16 +46,16 @@ class Settings:
         capture = environ.get(CAPTURE_ENV)
         report = environ.get(REPORT_ENV)
         policy = Policy(
-            on_miss="nearest" if environ.get(ON_MISS_ENV) == "nearest" else "tune",
-            stale="seed" if environ.get(STALE_ENV) == "seed" else "reject",
+            on_miss="nearest" if choice(environ.get(ON_MISS_ENV), ON_MISS) == "nearest" else "tune",
+            stale="seed" if choice(environ.get(STALE_ENV), STALE) == "seed" else "reject",
             measure_always=bool(capture),
         )
         return Settings(
             policy,
             Path(capture) if capture else None,
             Path(report) if report else None,
-            warmup=environ.get(WARMUP_ENV, "1").strip() != "0",
-            verbose=environ.get(VERBOSE_ENV, "0").strip() == "1",
-            compiled=environ.get(COMPILED_ENV, "1").strip() != "0",
-            strict=environ.get(STRICT_ENV, "0").strip() == "1" and not capture,
+            warmup=switch(environ.get(WARMUP_ENV), True),
+            verbose=switch(environ.get(VERBOSE_ENV), False),
+            compiled=switch(environ.get(COMPILED_ENV), True),
+            strict=switch(environ.get(STRICT_ENV), False) and not capture,
         )

@@ -344,3 +344,63 @@ def test_a_blobs_contents_count_as_one_element_when_a_file_is_read(tmp_path: Pat
     assert parse_cost.tag_bytes(raw) > 100_000 > parse_cost.binary_elements(raw)
     write_results(tmp_path / "big.pb.zst", big)
     assert len(read_results(tmp_path / "big.pb.zst").entries) == len(big.entries)
+
+
+@dataclasses.dataclass
+class GraphEntry:
+    """What an FX-graph entry holds that capture trims: the generated code and the kernels bundled with it."""
+
+    source_code: str
+    _triton_bundle: object
+    _fx_graph_cache_key: str = "fabc"
+
+
+def test_a_captured_graph_ships_the_kernels_its_code_launches_not_every_candidate() -> None:
+    from torch._inductor.triton_bundler import TritonBundle, TritonKernelArtifact, TritonKernelArtifacts
+
+    def compiled(name: str, config: int) -> TritonKernelArtifacts:
+        files = [f"{name}.cubin", f"{name}.json", f"__grp__{name}.json"]
+        return TritonKernelArtifacts(
+            f"{name}-{config}", 0, [TritonKernelArtifact(f, b"x" * 100) for f in files]
+        )
+
+    source = "triton_poi_fused_0 = async_compile.triton('triton_poi_fused_0', '''...''')\n" + (
+        "triton_tem_fused_mm_1 = async_compile.triton('triton_tem_fused_mm_1', '''...''')\n"
+    )
+    launched = [
+        compiled("triton_poi_fused_0", 0),
+        compiled("triton_poi_fused_0", 1),
+        compiled("triton_tem_fused_mm_1", 0),
+    ]
+    candidates = [compiled("triton_mm", c) for c in range(40)]  # benchmarked while the graph compiled
+    entry = pickle.dumps(GraphEntry(source, TritonBundle([*candidates, *launched], [])))
+    trimmed = pickle.loads(graphs.launched_only(entry))
+    assert [k.kernel_hash for k in trimmed._triton_bundle.kernel_artifacts] == [
+        k.kernel_hash for k in launched
+    ]
+    assert trimmed.source_code == source and trimmed._fx_graph_cache_key == "fabc"
+    assert graphs.launched_only(b"not a pickle") == b"not a pickle"  # anything unexpected ships as it was
+
+
+@pytest.mark.parametrize("how", ["pickled", "copied"])
+def test_a_coordinate_descent_winner_keeps_its_mark_when_it_comes_back_from_a_compile_worker(
+    monkeypatch: pytest.MonkeyPatch, how: str
+) -> None:
+    """Inductor's compile workers read a kernel's `.best_config` and mark the winner; the autotuner comes
+    back to the program pickled. Without the mark the program runs coordinate descent again."""
+    import copy
+
+    from triton import Config
+
+    monkeypatch.setattr(Config, "__setstate__", Config.__setstate__)  # restored after the test
+    winner = Config({"XBLOCK": 8}, num_warps=2, num_stages=1)
+    winner.found_by_coordesc = True  # type: ignore[attr-defined]
+    plain = Config({"XBLOCK": 8}, num_warps=2, num_stages=1)
+
+    def back(config: Config) -> Config:
+        return pickle.loads(pickle.dumps(config)) if how == "pickled" else copy.deepcopy(config)
+
+    autotune_cache.keep_coordesc_mark_through_pickling()
+    assert getattr(back(winner), "found_by_coordesc", False) is True
+    assert not getattr(back(plain), "found_by_coordesc", False)
+    assert back(winner).kwargs == {"XBLOCK": 8} and back(winner).num_warps == 2

@@ -38,6 +38,11 @@ KINDS = {"bundles": "dir", "mine.pb.zst": "file", "a-file": "file"}
         ),
         ({"TUNED_KERNELS_MISS_JOBS": "abc"}, ["TUNED_KERNELS_MISS_JOBS=abc: takes a whole number"]),
         ({"TUNED_KERNELS_MISS_JOBS": "100000"}, ["TUNED_KERNELS_MISS_JOBS=100000: takes a whole number"]),
+        ({"TUNED_KERNELS_ON_MISS": "Nearest", "TUNED_KERNELS_STALE": " SEED "}, []),  # honoured (below)
+        ({"TUNED_KERNELS_MISS_JOBS": "+8"}, ["TUNED_KERNELS_MISS_JOBS=+8: takes a whole number"]),
+        ({"TUNED_KERNELS_MISS_JOBS": "1_0"}, ["TUNED_KERNELS_MISS_JOBS=1_0: takes a whole number"]),
+        ({"TUNED_KERNELS_MISS_JOBS": "²"}, ["TUNED_KERNELS_MISS_JOBS=²: takes a whole number"]),
+        ({"TUNED_KERNELS_MISS_JOBS": "9" * 5000}, ["TUNED_KERNELS_MISS_JOBS=999"]),
         ({"TUNED_KERNELS_COMPILED": "maybe"}, ["TUNED_KERNELS_COMPILED=maybe: takes 0 or 1; ignored"]),
         ({"TUNED_KERNELS_VERBOSE": "2"}, ["TUNED_KERNELS_VERBOSE=2: takes 0 or 1; ignored"]),
         ({"TUNED_KERNELS_TARGET": "sm999"}, ["TUNED_KERNELS_TARGET=sm999: takes one of sm70, sm75"]),
@@ -57,9 +62,32 @@ def test_each_setting_that_cannot_be_honoured_is_named_with_what_it_takes(
     )
 
 
-@pytest.mark.parametrize(("value", "jobs"), [("4", 4), ("-1", 16), ("abc", 16), ("100000", 16), ("", 16)])
-def test_a_miss_jobs_value_out_of_range_is_the_default(value: str, jobs: int) -> None:
+@pytest.mark.parametrize(
+    ("value", "jobs"),
+    [("4", 4), (" 8 ", 8), ("-1", 16), ("abc", 16), ("100000", 16), ("", 16), ("+8", 16), ("1_0", 16),
+     ("²", 16), ("9" * 5000, 16)],
+)  # fmt: skip
+def test_a_miss_jobs_value_is_used_exactly_when_the_check_accepts_it(value: str, jobs: int) -> None:
     assert miss_jobs({"TUNED_KERNELS_MISS_JOBS": value}, cpus=64) == jobs
+    named = environment_problems({"TUNED_KERNELS_MISS_JOBS": value})
+    assert bool(named) == (jobs == 16 and value != ""), named
+
+
+@pytest.mark.parametrize(
+    ("environ", "on_miss", "stale"),
+    [({"TUNED_KERNELS_ON_MISS": "Nearest"}, "nearest", "reject"),
+     ({"TUNED_KERNELS_ON_MISS": " nearest"}, "nearest", "reject"),
+     ({"TUNED_KERNELS_STALE": "SEED"}, "tune", "seed"),
+     ({"TUNED_KERNELS_ON_MISS": "nearst"}, "tune", "reject")],
+)  # fmt: skip
+def test_a_choice_the_check_accepts_is_the_one_serving_uses(
+    environ: dict[str, str], on_miss: str, stale: str
+) -> None:
+    from tuned_kernels.registry.settings import Settings
+
+    policy = Settings.from_environ(environ).policy
+    assert (policy.on_miss, policy.stale) == (on_miss, stale)
+    assert bool(environment_problems(environ)) == ("nearst" in str(environ))
 
 
 def test_a_mistyped_bundle_path_is_said_once_and_the_program_runs(tmp_path: Path) -> None:

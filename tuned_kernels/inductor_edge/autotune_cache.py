@@ -134,6 +134,33 @@ def mend_read_best() -> None:
     AutotuneCache.read_best = mended_read_best  # type: ignore[method-assign]
 
 
+def keep_coordesc_mark_through_pickling() -> None:
+    """A kernel's config keeps its "found by coordinate descent" mark when it is pickled or copied, so that
+    a kernel compiled in one of Inductor's compile workers does not run coordinate descent again at its
+    first launch in the program. The worker reads the `.best_config` and marks the winner; the autotuner
+    comes back to the program pickled, and Triton's `Config.__setstate__` keeps only its own fields. Which
+    kernels compile in a worker depends on whether Inductor's worker pool is up yet: one served process in
+    two ran coordinate descent on one kernel (H200, torch 2.11), compiling the 7 configs it tried. Only a
+    Triton whose configs lose the mark is changed (checked on a copy)."""
+    import copy
+
+    from triton import Config
+
+    probe = Config({}, num_warps=1)
+    probe.found_by_coordesc = True  # type: ignore[attr-defined]
+    setstate = Config.__setstate__
+    if getattr(copy.deepcopy(probe), "found_by_coordesc", False) or getattr(setstate, "mended", False):
+        return
+
+    def keeping_the_mark(self: Any, state: Any) -> None:
+        setstate(self, state)
+        if isinstance(state, dict) and state.get("found_by_coordesc") is True:
+            self.found_by_coordesc = True
+
+    keeping_the_mark.mended = True  # type: ignore[attr-defined]
+    Config.__setstate__ = keeping_the_mark  # type: ignore[method-assign]
+
+
 def mark_found_by_coordesc(best: Any, configs: Iterable[Any]) -> None:
     """Marks the configs equal to `best` (the same block sizes, warps and stages, as Inductor compares
     them) as coordinate descent's."""

@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import hashlib
 import platform
+import re
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -69,6 +70,8 @@ def harvest(cache_dir: Path, gpu_target: str) -> tuple[list[model.Entry], dict[s
             data = path.read_bytes()
         except OSError:
             continue
+        if kind == "fxgraph":
+            data = launched_only(data)
         sha = hashlib.sha256(data).hexdigest()
         config = model.Config.of({KIND: kind})
         files = (model.ArtifactFile(path.name, sha, len(data)),)
@@ -80,6 +83,43 @@ def harvest(cache_dir: Path, gpu_target: str) -> tuple[list[model.Entry], dict[s
         )
         blobs[sha] = data
     return entries, blobs
+
+
+_DEFINED = re.compile(r"""async_compile\.triton\(\s*['"](\w+)['"]""")
+
+
+def launched_only(data: bytes) -> bytes:
+    """An FX-graph entry holding only the compiled Triton kernels its generated code defines. Inductor
+    bundles every kernel compiled while the graph compiled, under max-autotune each GEMM candidate it
+    benchmarked too (1,304 kernels, 49 MB for two decoder blocks), and a served graph launches a few dozen.
+
+    Capture only: the entry is one Inductor just wrote into the capture's private cache directory (the
+    user's own program, run by the user), unpickled and pickled again as Inductor does. Anything not as
+    expected keeps the entry as it was."""
+    import dataclasses
+    import pickle
+
+    try:
+        graph = pickle.loads(data)
+        bundle, source = getattr(graph, "_triton_bundle", None), getattr(graph, "source_code", None)
+        if bundle is None or not isinstance(source, str) or not hasattr(bundle, "kernel_artifacts"):
+            return data
+        names = set(_DEFINED.findall(source))
+        names |= {getattr(a, "kernel_name", None) for a in getattr(bundle, "static_autotuners", ())}
+        kept = [
+            k for k in bundle.kernel_artifacts if any(_kernel_of(a.filename) in names for a in k.artifacts)
+        ]
+        if len(kept) == len(bundle.kernel_artifacts):
+            return data
+        graph._triton_bundle = dataclasses.replace(bundle, kernel_artifacts=kept)
+        return pickle.dumps(graph)
+    except Exception:  # another torch's layout, or one this code does not know: shipped whole
+        return data
+
+
+def _kernel_of(filename: str) -> str:
+    """The kernel a file of Triton's cache belongs to (`triton_mm_3.cubin`, `__grp__triton_mm_3.json`)."""
+    return filename.split(".", 1)[0].removeprefix("__grp__")
 
 
 def files_target(arch: str) -> str:

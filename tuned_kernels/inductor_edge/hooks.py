@@ -76,6 +76,7 @@ def _mend_autotune_cache_reads() -> None:
 
     try:
         autotune_cache.mend_read_best()
+        autotune_cache.keep_coordesc_mark_through_pickling()
     except (ImportError, AttributeError) as exc:  # an Inductor laid out otherwise tunes them again
         warn(f"cannot mend Inductor's autotune cache look-ups: {one_line(str(exc))}")
 

@@ -19,13 +19,13 @@ from typing import Any
 
 from tuned_kernels import fallbacks, model
 from tuned_kernels.search import SCREEN_KEEP
+from tuned_kernels.setting_values import count
 from tuned_kernels.triton_edge import cache_manager
 from tuned_kernels.triton_edge.compile import is_compiled_kernel, make_driver, warmup
 from tuned_kernels.triton_edge.interpreter import interpreting
 
 MISS_JOBS_ENV = "TUNED_KERNELS_MISS_JOBS"
 DEFAULT_MISS_JOBS = 16
-MAX_MISS_JOBS = 256  # a larger value is a mistake (registry/environment_check.py says so): the default
 BRIEF_WARMUP_MS, BRIEF_REP_MS = 5, 10  # a first pass over every candidate (Triton's own: 25 and 100)
 
 
@@ -33,11 +33,7 @@ def miss_jobs(environ: Mapping[str, str] = os.environ, cpus: int | None = None) 
     """How many configs of a missed key compile at once: `TUNED_KERNELS_MISS_JOBS` (a positive integer),
     else the CPU count up to 16; at most the CPU count."""
     cpus = max(1, cpus or os.cpu_count() or 1)
-    try:
-        asked = int(environ.get(MISS_JOBS_ENV, "").strip() or 0)
-    except ValueError:
-        asked = 0
-    return min(asked if 1 <= asked <= MAX_MISS_JOBS else DEFAULT_MISS_JOBS, cpus)
+    return min(count(environ.get(MISS_JOBS_ENV)) or DEFAULT_MISS_JOBS, cpus)
 
 
 def submit_compiles(
