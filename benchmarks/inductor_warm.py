@@ -25,8 +25,10 @@ from bench import Bench
 HERE = Path(__file__).resolve().parent
 APP = str(HERE.parent / "tests/corpora/inductor_model.py")
 # the goals: first call at most these times default mode with no caches / a warm machine; step time
-# within 3 % of the warm machine's; no graph compiled, no GEMM choice timed
-FIRST_VS_DEFAULT, FIRST_VS_WARM, STEP_VS_WARM = 0.3, 1.2, 1.03
+# within 3 % of the warm machine's, either way; no graph compiled, no GEMM choice timed, and nothing Inductor
+# really does at the first call (GPU benchmarks, generated kernels' autotuning, coordinate descent: counted by
+# inductor_model.py, since Inductor's own counters replay a cached graph's compile-time counts)
+FIRST_VS_DEFAULT, FIRST_VS_WARM, STEP_VS_WARM = 0.15, 1.2, 1.03
 
 
 def case_name(model: str, mode: str, train: bool) -> str:
@@ -86,18 +88,24 @@ def verdicts(report: dict[str, Any], row: Callable[[str, str, str, str, bool | N
         step, warm_step = median(m["bundle_only"], "step_ms"), median(m["warm_caches"], "step_ms")
         compiled = max(x["fxgraph_misses"] + x["autograd_misses"] for x in m["bundle_only"])
         timed = max(x["gemm_choices_benchmarked"] for x in m["bundle_only"])
+        worked = [x["first_call_work"] for x in m["bundle_only"] if "first_call_work" in x]
+        work = max((sum(w.values()) for w in worked), default=None)  # None: a file from before it was counted
+        work_text = (
+            "" if work is None else f", Inductor's own tuning at the first call {work} (max of the runs)"
+        )
         row(
             "graphs",
             f"torch.compile {name}: first call, bundle only (median of {len(m['bundle_only'])} fresh processes, "
             "empty caches) vs default mode with no caches / every cache warm",
             f"{bundle:.2f} s vs {default:.2f} s / {warm:.2f} s = **{bundle / default:.2f}x** / "
             f"**{bundle / warm:.2f}x**; its capture (no caches) {m['capture']['first_call_s']:.1f} s; graphs "
-            f"compiled {compiled}, GEMM choices timed {timed}; step {step:.3f} vs {warm_step:.3f} ms warm; "
-            f"bundle {m['bundle_bytes'] // 1024} KiB",
-            f"≤ {FIRST_VS_DEFAULT}x default, ≤ {FIRST_VS_WARM}x warm, 0 compiled, 0 timed, step within 3 %",
+            f"compiled {compiled}, GEMM choices timed {timed}{work_text}; step {step:.3f} vs {warm_step:.3f} ms "
+            f"warm; bundle {m['bundle_bytes'] // 1024} KiB",
+            f"≤ {FIRST_VS_DEFAULT}x default, ≤ {FIRST_VS_WARM}x warm, 0 compiled, 0 timed, 0 tuned, step within 3 %",
             bundle <= FIRST_VS_DEFAULT * default
             and bundle <= FIRST_VS_WARM * warm
             and compiled == 0
             and timed == 0
-            and step <= STEP_VS_WARM * warm_step,
+            and work == 0
+            and warm_step / STEP_VS_WARM <= step <= STEP_VS_WARM * warm_step,
         )
