@@ -3,7 +3,7 @@ holds its compiled graphs, against default mode with no caches and against a mac
 warm (Inductor's, Triton's), on the GPU.
 
 For each model and mode (and a training step): `tuned-kernels capture` in that mode (empty caches); one run
-served from its file, whose caches then stand for a machine where every cache is warm; then, alternating,
+with tuned-kernels on and no bundle, whose caches then stand for a machine where every cache is warm; then, alternating,
 REPEATS fresh processes of each row: the warm caches (tuned-kernels on, no bundle), the bundle only (fresh
 empty caches) and, once per model, default mode with no caches and no tuned-kernels. Each run is
 tests/corpora/inductor_model.py, which checks its output (and, training, a gradient) against eager PyTorch
@@ -57,10 +57,11 @@ def run(bench: Bench, repeats: int, cases: list[tuple[str, str, bool]]) -> None:
         bundle = str(bench.work / f"graphs-{model}-{mode}{'-train' if train else ''}.pb.zst")
         rows: dict[str, Any] = {"capture": model_run(argv, fresh(BUNDLE=bundle), tool=True)}
         rows["bundle_bytes"] = Path(bundle).stat().st_size
-        # a machine whose every cache is warm: Inductor's and Triton's caches as a first served run left
-        # them, then tuned-kernels on with no bundle (the compiled graphs' keys include its choices hook)
+        # a machine whose every cache is warm: Inductor's and Triton's caches as a first run with
+        # tuned-kernels on and no bundle left them (the compiled graphs' keys include its choices hook; the
+        # graph files a served run places are taken out again once no bundle offers them)
         warm = fresh()
-        model_run(argv, {**warm, "TUNED_KERNELS": "1", "TUNED_KERNELS_PATH": bundle})
+        model_run(argv, {**warm, "TUNED_KERNELS": "1"})
         baseline = case_name(model, "default", train)
         for _ in range(repeats):  # alternating, so drifts of the machine fall on all rows alike
             served = fresh(TUNED_KERNELS="1", TUNED_KERNELS_PATH=bundle)
