@@ -194,6 +194,7 @@ class RealWork:
         from torch._inductor.runtime import benchmarking, coordinate_descent_tuner, triton_heuristics
 
         self.counts = {"gpu_benchmarks": 0, "generated_kernel_autotunes": 0, "coordinate_descent": 0}
+        self.kernels: list[str] = []
         self._count(benchmarking.InductorBenchmarker, "benchmark_gpu", "gpu_benchmarks")
         self._count(triton_heuristics.CachingAutotuner, "benchmark_all_configs", "generated_kernel_autotunes")
         self._count(coordinate_descent_tuner.CoordescTuner, "autotune", "coordinate_descent")
@@ -203,6 +204,15 @@ class RealWork:
 
         def counted(*args: object, **kwargs: object) -> object:
             self.counts[name] += 1
+            if name != "gpu_benchmarks" and len(self.kernels) < 20:  # which kernel, and what its cache said
+                owner = args[0]
+                meta = getattr(owner, "inductor_meta", None) or {}
+                info = getattr(owner, "autotune_cache_info", None) or {}
+                kernel = meta.get("kernel_name", getattr(owner, "name", "?"))
+                launchers = len(getattr(owner, "launchers", []) or [])
+                self.kernels.append(
+                    f"{name}:{kernel}:{launchers} launchers:{info.get('autotune_cache_state', '')}"
+                )
             return original(*args, **kwargs)
 
         setattr(cls, method, counted)
@@ -268,6 +278,7 @@ def main() -> None:
         torch.cuda.synchronize()
         first = time.perf_counter() - t0
         first_call_work = dict(real.counts)
+        first_call_tuned = list(real.kernels)
         if profile_path:
             profiler.disable()
             profiler.dump_stats(profile_path)
@@ -307,6 +318,7 @@ def main() -> None:
                 "step_ms": round(step_ms, 4),
                 "output_digest": digest,
                 "first_call_work": first_call_work,
+                "first_call_tuned": first_call_tuned,
                 **graph_counts(),
             }
         )
