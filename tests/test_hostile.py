@@ -19,8 +19,10 @@ from typing import Any
 import pytest
 import zstandard
 
+from benchmarks import refusal
 from tests import factories
 from tuned_kernels import model
+from tuned_kernels.errors import ResultsFormatError
 from tuned_kernels.inductor_edge import graphs
 from tuned_kernels.results import read_results, write_results
 from tuned_kernels.results.files import encode_results
@@ -701,3 +703,18 @@ def test_a_hook_failure_leaves_the_decision_to_its_owner_counted_each_time() -> 
     assert "tuned-kernels: fell back: 3 x Inductor or Helion decided alone (tuned-kernels' hook failed)" in (
         exit_summary(summary)
     )
+
+
+@pytest.mark.parametrize("bomb", sorted(refusal.BOMBS))
+def test_a_small_file_that_would_cost_far_more_to_parse_is_refused_in_one_line(
+    tmp_path: Path, bomb: str
+) -> None:
+    """Each bomb of benchmarks/refusal.py (which times the refusals) is refused before it is parsed, with
+    one line naming the file and the cause."""
+    file_name, build = refusal.BOMBS[bomb]
+    build(tmp_path / file_name)
+    with pytest.raises(ResultsFormatError) as refused:
+        read_results(tmp_path / file_name)
+    message = str(refused.value)
+    assert message.startswith(str(tmp_path / file_name)) and "\n" not in message and len(message) < 400
+    assert ("text format" if bomb == "escaped-text" else "more than this file's size allows") in message

@@ -21,7 +21,7 @@ MAX_CAUSE_CHARS = 200
 def one_line(text: str, limit: int = MAX_CAUSE_CHARS) -> str:
     """`text` on one line of at most `limit` characters, its control characters escaped: what a file says
     must neither flood the user's log nor reach their terminal as escape sequences."""
-    flat = printable(" ".join(text.split()))
+    flat = printable(" ".join(text[: limit * 16].split()))  # cut before escaping: a quoted file may be huge
     return flat if len(flat) <= limit else flat[: limit - 3] + "..."
 
 

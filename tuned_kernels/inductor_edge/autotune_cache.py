@@ -147,7 +147,7 @@ def keep_coordesc_mark_through_pickling() -> None:
     from triton import Config
 
     probe = Config({}, num_warps=1)
-    probe.found_by_coordesc = True  # type: ignore[attr-defined]
+    probe.found_by_coordesc = True
     setstate = Config.__setstate__
     if getattr(copy.deepcopy(probe), "found_by_coordesc", False) or getattr(setstate, "mended", False):
         return
@@ -158,7 +158,7 @@ def keep_coordesc_mark_through_pickling() -> None:
             self.found_by_coordesc = True
 
     keeping_the_mark.mended = True  # type: ignore[attr-defined]
-    Config.__setstate__ = keeping_the_mark  # type: ignore[method-assign]
+    Config.__setstate__ = keeping_the_mark
 
 
 def mark_found_by_coordesc(best: Any, configs: Iterable[Any]) -> None:

@@ -93,7 +93,8 @@ def _check_parse_cost(raw: bytes, path: str, budget: int, element_bytes: bytes) 
         return
     elements = len(raw.translate(None, _NOT[element_bytes]))  # what is left: the bytes that can start one
     if elements * PARSE_BYTES_PER_ELEMENT > budget and element_bytes is _BINARY_ELEMENT_TAGS:
-        elements = parse_cost.binary_elements(raw)  # blobs' contents counted as the one value each is
+        # blobs' contents counted as the one value each is; the count stops once it passes the budget
+        elements = parse_cost.binary_elements(raw, budget // PARSE_BYTES_PER_ELEMENT)
     if elements * PARSE_BYTES_PER_ELEMENT > budget:
         raise ResultsFormatError(
             path, f"up to {elements} elements in {len(raw)} bytes: more than this file's size allows"

@@ -26,49 +26,58 @@ def tag_bytes(data: bytes | memoryview) -> int:
     return len(bytes(data).translate(None, _NOT_TAGS))
 
 
-def binary_elements(raw: bytes) -> int:
-    """An upper bound on the elements parsing the binary file `raw` (a ResultsEnvelope) allocates."""
+def binary_elements(raw: bytes, limit: int | None = None) -> int:
+    """An upper bound on the elements parsing the binary file `raw` (a ResultsEnvelope) allocates; once it
+    passes `limit` the count stops there (the file is refused either way: a file of millions of tiny
+    fields is refused in the time its first `limit` take)."""
+    stop = len(raw) if limit is None else limit
     try:
-        return _walk(memoryview(raw), {ENVELOPE_PAYLOAD: _results_elements})
+        return _walk(memoryview(raw), {ENVELOPE_PAYLOAD: lambda p: _results_elements(p, stop)}, stop)
     except ValueError:
         return tag_bytes(raw)
 
 
-def _results_elements(payload: memoryview) -> int:
-    return _walk(payload, {RESULTS_BLOBS: _blob_elements})
+def _results_elements(payload: memoryview, stop: int) -> int:
+    return _walk(payload, {RESULTS_BLOBS: _blob_elements}, stop)
 
 
 def _blob_elements(entry: memoryview) -> int:
     """A blob's map entry: its key and value are one element each, whatever bytes they hold."""
-    return _walk(entry, {MAP_KEY: _none, MAP_VALUE: _none})
+    return _walk(entry, {MAP_KEY: _none, MAP_VALUE: _none}, len(entry))
 
 
 def _none(_: memoryview) -> int:
     return 0
 
 
-def _walk(data: memoryview, inner: dict[int, Callable[[memoryview], int]]) -> int:
-    """Elements of the message `data`, counting the fields named in `inner` by their function."""
-    elements, i = 0, 0
-    while i < len(data):
-        key, i = _varint(data, i)
+def _walk(data: memoryview, inner: dict[int, Callable[[memoryview], int]], stop: int) -> int:
+    """Elements of the message `data`, counting the fields named in `inner` by their function, up to the
+    first count past `stop` (one-byte keys and lengths, the common case, read without a call)."""
+    elements, i, end = 0, 0, len(data)
+    while i < end and elements <= stop:
+        key = data[i]
+        key, i = (key, i + 1) if key < 0x80 else _varint(data, i)
         number, wire_type = key >> 3, key & 7
-        if wire_type == 0:
+        if wire_type == LENGTH_DELIMITED:
+            size = data[i] if i < end else 0x80
+            size, i = (size, i + 1) if size < 0x80 else _varint(data, i)
+            if i + size > end:
+                raise ValueError("truncated")
+            count = inner.get(number)
+            if count is not None:
+                elements += 1 + count(data[i : i + size])
+            else:
+                elements += 1 + (tag_bytes(data[i : i + size]) if size else 0)
+            i += size
+        elif wire_type == 0:
             _, i = _varint(data, i)
         elif wire_type == 1:
             i += 8
         elif wire_type == 5:
             i += 4
-        elif wire_type == LENGTH_DELIMITED:
-            size, i = _varint(data, i)
-            if i + size > len(data):
-                raise ValueError("truncated")
-            count = inner.get(number, tag_bytes)
-            elements += 1 + count(data[i : i + size])
-            i += size
         else:
             raise ValueError(f"wire type {wire_type}")
-        if i > len(data):
+        if i > end:
             raise ValueError("truncated")
     return elements
 
