@@ -164,9 +164,9 @@ def _compiled_kernels(
         view = views[candidate.path]
         if view.has_blobs and artifacts_fit(view.header, target, compiler):
             try:
-                store.add(view.results(), candidate.name, other_files=graphs.NAME)
+                store.add(view.served_results(), candidate.name, other_files=graphs.NAME)
             except TunedKernelsError as exc:
-                sources.drop(view, exc)  # a bad entry: dropped, said once (as a look-up would)
+                sources.drop(view, exc)  # a file-level fault (two entries for a key): dropped, said once
     return store
 
 

@@ -9,7 +9,7 @@ from typing import TYPE_CHECKING
 
 from tuned_kernels import model
 from tuned_kernels.decision import Found
-from tuned_kernels.errors import TunedKernelsError
+from tuned_kernels.errors import BadEntryError, TunedKernelsError, one_line
 
 if TYPE_CHECKING:
     from tuned_kernels.results.view import ResultsView
@@ -30,6 +30,7 @@ class LoadedSources:
         self.local: Table = {}  # the overlay's entries and those tuned in this process
         self.local_name = local_name
         self.refused: dict[model.EntrySlot, model.Config] = {}  # served configs that failed to launch
+        self._said_left_out: set[str] = set()
         self.on_problem = on_problem
 
     def add_local(self, entries: Iterable[model.Entry]) -> None:
@@ -57,7 +58,10 @@ class LoadedSources:
         for view in list(self.bundles):
             try:
                 entry = view.lookup(slot)
-            except TunedKernelsError as exc:  # a corrupt entry or index: this bundle answers no more
+            except BadEntryError:  # this entry only: a miss here, the bundle's other entries still serve
+                self._say_left_out(view)
+                continue
+            except TunedKernelsError as exc:  # a corrupt index: this bundle answers no more
                 self._drop(view, exc)
                 continue
             if entry is not None:
@@ -143,10 +147,19 @@ class LoadedSources:
 
     def _entries_named(self, view: ResultsView, name: str) -> list[model.Entry]:
         try:
-            return view.entries_named(name)
+            named = view.entries_named(name)
         except TunedKernelsError as exc:
             self._drop(view, exc)
             return []
+        self._say_left_out(view)
+        return named
+
+    def _say_left_out(self, view: ResultsView) -> None:
+        """Once per bundle: the entries it holds that cannot be decoded (each a miss where asked for)."""
+        if view.left_out and view.path not in self._said_left_out:
+            self._said_left_out.add(view.path)
+            why = view.left_out[min(view.left_out)]
+            self.on_problem(f"{one_line(view.path)}: leaving out an entry ({why}); its key is tuned here")
 
     def drop(self, view: ResultsView, exc: TunedKernelsError) -> None:
         """This bundle answers no more: one of its entries or its index is bad (said once)."""

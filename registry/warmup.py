@@ -65,8 +65,8 @@ def launcher_specs(views: Iterable[ResultsView], this_triton: str) -> Iterator[h
         if not view.has_blobs or view.header.compiler.triton_version != this_triton:
             continue
         try:
-            results = view.results()
-        except TunedKernelsError:  # the registry says so when it loads; nothing of it is served
+            results = view.served_results()
+        except TunedKernelsError:  # a file-level fault: the registry says so when it loads
             continue
         for entry in results.entries:
             for artifact in entry.artifacts:

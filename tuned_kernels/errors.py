@@ -40,6 +40,11 @@ class ResultsFormatError(TunedKernelsError):
         super().__init__(f"{one_line(path)}: {self.cause}")
 
 
+class BadEntryError(ResultsFormatError):
+    """One entry of a results file that cannot be decoded or fails its checks; the file's other entries
+    are still served."""
+
+
 class MergeConflictError(TunedKernelsError):
     """Results from different targets or compilers merged without --allow-mixed."""
 

@@ -7,10 +7,11 @@ Binary files carry an index of slot digests (see results.proto); text files are 
 from __future__ import annotations
 
 from collections import Counter
+from collections.abc import Iterable
 from typing import NoReturn
 
 from tuned_kernels import model
-from tuned_kernels.errors import ResultsFormatError
+from tuned_kernels.errors import BadEntryError, ResultsFormatError
 from tuned_kernels.results import codec, packing
 from tuned_kernels.results import results_pb2 as pb
 
@@ -34,6 +35,7 @@ class ResultsView:
         self._scans = 0
         self._named: dict[str, list[model.Entry]] = {}
         self._results: model.Results | None = None
+        self.left_out: dict[int, str] = {}  # entries that cannot be decoded, by position: why (never served)
 
     def __len__(self) -> int:
         return len(self._stored)
@@ -63,9 +65,9 @@ class ResultsView:
         if kernel_name not in self._named:
             refs = {i for i, k in enumerate(self._tables.kernels) if k.name == kernel_name}
             stored = self._stored
-            self._named[kernel_name] = [
-                self._entry(i) for i in range(len(stored)) if stored.kernel_of(i) in refs
-            ]
+            self._named[kernel_name] = self._good(
+                i for i in range(len(stored)) if stored.kernel_of(i) in refs
+            )
         return self._named[kernel_name]
 
     def source_hashes(self, kernel_name: str) -> frozenset[str]:
@@ -85,6 +87,27 @@ class ResultsView:
             except ValueError as exc:
                 raise ResultsFormatError(self.path, str(exc)) from None
         return self._results
+
+    def served_results(self) -> model.Results:
+        """Every entry that decodes, the others left out (as a look-up leaves them out: `left_out`)."""
+        try:
+            return self.results()
+        except ResultsFormatError:
+            entries = self._good(range(len(self._stored)))
+            first: dict[model.EntrySlot, int] = {}
+            for i, entry in enumerate(entries):
+                if first.setdefault(entry.slot, i) != i:
+                    raise ResultsFormatError(self.path, codec.two_for_one_key(first[entry.slot], i)) from None
+            return model.Results(self.header, tuple(entries), dict(self._msg.blobs))
+
+    def _good(self, positions: Iterable[int]) -> list[model.Entry]:
+        good = []
+        for i in positions:
+            try:
+                good.append(self._entry(i))
+            except BadEntryError:
+                continue
+        return good
 
     def _position(self, digest: bytes) -> int | None:
         """Where the entry with this slot digest is: the first few look-ups search the packed index or scan
@@ -123,12 +146,19 @@ class ResultsView:
         if self._digests is None:
             digests = self._stored.digests()
             if digests is None:  # a text file, or one written without an index
-                digests = [model.slot_digest(self._entry(i).slot) for i in range(len(self._stored))]
+                digests = [self._slot_digest(i) for i in range(len(self._stored))]
             self._digests = digests
         return self._digests
+
+    def _slot_digest(self, i: int) -> bytes:
+        try:
+            return model.slot_digest(self._entry(i).slot)
+        except BadEntryError:
+            return b""  # no slot's digest: an entry that cannot be decoded is never found
 
     def _entry(self, i: int) -> model.Entry:
         try:
             return codec.entry_from_pb(self._stored.raw(i), self._tables, f"entries[{i}]")
         except ValueError as exc:
-            raise ResultsFormatError(self.path, str(exc)) from None
+            self.left_out[i] = str(exc)
+            raise BadEntryError(self.path, str(exc)) from None
