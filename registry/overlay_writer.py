@@ -1,8 +1,8 @@
 """Writes a serving process's tuned configs into the overlay off the thread that missed.
 
 A miss's winner is served from this process's memory at once (`sources.add_local`); the overlay only has to
-hold it for the next process. Rewriting the file costs 0.06 s at 1,000 entries and 0.2-0.3 s at the
-4,096-entry bound, so the missing thread only queues the entry, and one writer thread per process writes
+hold it for the next process. Rewriting the file costs tens of milliseconds (84 ms at the 4,096-entry
+bound, BENCHMARKS.md), so the missing thread only queues the entry, and one writer thread per process writes
 what has queued since its last write in one update (under the same file lock, by the same atomic replace
 as before). What is queued is written at exit, or when `flush` is asked for (`stats()` asks, so its counts
 include the writes). A process that `multiprocessing` started ends without running atexit: it writes at
@@ -19,10 +19,12 @@ from collections.abc import Callable, Sequence
 from tuned_kernels.registry.forking import in_every_forked_child
 
 from tuned_kernels import fallbacks, model
-from tuned_kernels.results.overlay import LOCK_TIMEOUT_S
+from tuned_kernels.errors import warn
 
 Write = Callable[[Sequence[model.Entry], bool], None]  # entries, supersede
-EXIT_WAIT_S = 2 * LOCK_TIMEOUT_S  # the longest an exiting process waits for its last write
+# The longest an exiting process waits for its last write: another process may hold the overlay's lock for
+# long (a stopped job), and the program's work is done. What is not written then stays in this process.
+EXIT_WAIT_S = 5.0
 
 
 class OverlayWriter:
@@ -49,13 +51,23 @@ class OverlayWriter:
             if self._thread is None:
                 self._thread = threading.Thread(target=self._run, name="tuned-kernels-overlay", daemon=True)
                 self._thread.start()
-                atexit.register(self.flush, EXIT_WAIT_S)
+                atexit.register(self._flush_at_exit)
             self._changed.notify_all()
 
     def flush(self, timeout: float | None = None) -> bool:
         """Waits until everything queued so far is written (False: `timeout` seconds passed first)."""
         with self._changed:
             return self._changed.wait_for(lambda: not self._queued and not self._writing, timeout)
+
+    def _flush_at_exit(self) -> None:
+        if not self.flush(EXIT_WAIT_S):
+            with self._changed:
+                left = len(self._queued) + (1 if self._writing else 0)
+            fallbacks.count("overlay_write", left)
+            warn(
+                f"the overlay is still locked by another process after {EXIT_WAIT_S:.0f} s: what this process "
+                "tuned is not kept there (tuned again next time)"
+            )
 
     def _run(self) -> None:
         while True:

@@ -738,3 +738,32 @@ def test_a_small_file_that_would_cost_far_more_to_parse_is_refused_in_one_line(
     message = str(refused.value)
     assert message.startswith(str(tmp_path / file_name)) and "\n" not in message and len(message) < 400
     assert ("text format" if bomb == "escaped-text" else "more than this file's size allows") in message
+
+
+def test_an_exit_waits_briefly_for_an_overlay_another_process_holds_locked(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A stopped job holding the overlay's lock does not hold a finished program for the lock's minute: it
+    ends within seconds, saying once that what it tuned is not kept."""
+    from filelock import FileLock
+    from tuned_kernels.hardware import compiler_fingerprint, detect
+
+    from tuned_kernels.results import overlay
+
+    monkeypatch.setenv("TUNED_KERNELS_CACHE_DIR", str(tmp_path / "cache"))
+    monkeypatch.setenv("TRITON_INTERPRET", "1")
+    target = detect()
+    path = overlay.overlay_path(target, compiler_fingerprint(target))
+    path.parent.mkdir(parents=True)
+    program = (
+        f"import sys, torch\nsys.path.insert(0, {str(CORPORA)!r})\nimport tuned_kernels; tuned_kernels.enable()\n"
+        "from doubling import double\nx = torch.randn(100)\nassert torch.equal(double(x, torch.empty_like(x)), x * 2)\n"
+        "print('done')\n"
+    )
+    with FileLock(str(path) + ".lock", timeout=1):
+        done = subprocess.run(
+            [sys.executable, "-c", program], env=dict(os.environ), capture_output=True, text=True, timeout=45
+        )
+    assert done.returncode == 0 and done.stdout.strip() == "done", done.stderr[-2000:]
+    (warned,) = factories.warnings_in(done.stderr)
+    assert "the overlay is still locked by another process" in warned
