@@ -14,6 +14,7 @@ sha256 hashes. Building is pure (`wheel_files`, `wheel_bytes`); only `build_whee
 from __future__ import annotations
 
 import base64
+import dataclasses
 import hashlib
 import io
 import os
@@ -45,6 +46,7 @@ class BundleWheel:
     version: str
     bundles: tuple[tuple[str, bytes], ...]  # (file name, zstd-compressed results), sorted
     publisher: str = DEFAULT_PUBLISHER
+    signatures: tuple[tuple[str, bytes], ...] = ()  # (file name, signature file) per bundle, when signed
 
     @property
     def distribution(self) -> str:
@@ -100,7 +102,7 @@ def wheel_files(wheel: BundleWheel) -> list[tuple[str, bytes]]:
         'from pathlib import Path\n\nBUNDLE_DIR = Path(__file__).parent / "bundles"\n'
     )
     files = [(f"{wheel.module}/__init__.py", init.encode())]
-    files += [(f"{wheel.module}/bundles/{name}", data) for name, data in wheel.bundles]
+    files += [(f"{wheel.module}/bundles/{name}", data) for name, data in (*wheel.bundles, *wheel.signatures)]
     files += [
         (f"{dist_info}/METADATA", _metadata(wheel).encode()),
         (
@@ -146,8 +148,26 @@ def valid_version(version: str) -> str:
         raise BundleError(f"--version {version!r} is not a PEP 440 version") from None
 
 
+def signed(wheel: BundleWheel, private_pem: bytes) -> BundleWheel:
+    """`wheel` with a signature file beside each bundle (tuned_kernels.signing)."""
+    from tuned_kernels.signing import SUFFIX, sign
+
+    signatures = tuple(
+        (
+            name + SUFFIX,
+            sign(name, len(data), hashlib.sha256(data).hexdigest(), private_pem).to_json().encode(),
+        )
+        for name, data in wheel.bundles
+    )
+    return dataclasses.replace(wheel, signatures=signatures)
+
+
 def build_wheels(
-    result_paths: Sequence[str], out_dir: Path, version: str, publisher: str = DEFAULT_PUBLISHER
+    result_paths: Sequence[str],
+    out_dir: Path,
+    version: str,
+    publisher: str = DEFAULT_PUBLISHER,
+    sign_key: bytes | None = None,
 ) -> list[Path]:
     if not result_paths:
         raise BundleError("no results files given")
@@ -155,6 +175,8 @@ def build_wheels(
     epoch = int(os.environ.get("SOURCE_DATE_EPOCH", "315532800"))
     written = []
     for wheel in plan_wheels(results, valid_version(version), publisher):
+        if sign_key is not None:
+            wheel = signed(wheel, sign_key)
         path = out_dir / wheel.filename
         write_atomic(path, wheel_bytes(wheel, epoch))
         written.append(path)

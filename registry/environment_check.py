@@ -1,7 +1,8 @@
 """Which `TUNED_KERNELS*` settings cannot be honoured as set: a value outside those a variable takes, a
 variable name no one reads (a misspelling, named with the nearest real one), a path that names nothing.
 Each problem is one line naming the variable, what it holds and what it takes; the program goes on with the
-default, and `tuned-kernels doctor` marks each as a fail. Pure: the file system is asked through `kind_of`.
+default, and `tuned-kernels doctor` marks each as a fail. The file system is asked through `kind_of`, but
+for the key files TUNED_KERNELS_TRUSTED_KEYS names (read as serving reads them).
 """
 
 from __future__ import annotations
@@ -12,7 +13,7 @@ from collections.abc import Callable, Mapping
 
 from tuned_kernels.hardware.archs import KNOWN_ARCHS
 from tuned_kernels.hardware.probe import known_target
-from tuned_kernels.registry.settings import ON_MISS, STALE
+from tuned_kernels.registry.settings import ON_MISS, STALE, key_named
 
 from tuned_kernels.errors import one_line
 from tuned_kernels.setting_values import MAX_MISS_JOBS, SWITCH, choice, count
@@ -31,6 +32,7 @@ CHOICES: dict[str, tuple[str, ...] | None] = {
     "TUNED_KERNELS_TARGET": None,  # a target tuned-kernels knows, as `detect` spells it (sm90, SM_90)
     "TUNED_KERNELS_MISS_JOBS": None,
     "TUNED_KERNELS_PATH": None,
+    "TUNED_KERNELS_TRUSTED_KEYS": None,  # keys or key files, comma-separated
     "TUNED_KERNELS_CACHE_DIR": None,
     "TUNED_KERNELS_CAPTURE": None,  # set by `tuned-kernels capture`
     "TUNED_KERNELS_REPORT": None,  # set by `tuned-kernels coverage`
@@ -70,6 +72,13 @@ def environment_problems(environ: Mapping[str, str], kind_of: KindOf = kind_of_p
                 f"{name} names {one_line(p, 120)}: no such file or folder; nothing is served from it"
                 for p in value.split(os.pathsep)
                 if p and kind_of(p) == "missing"
+            ]
+        elif name == "TUNED_KERNELS_TRUSTED_KEYS" and value:
+            problems += [
+                f"{name} names {one_line(e, 80)}: not a key (ed25519:<base64>) nor a file holding one; it trusts "
+                "nothing"
+                for e in (e.strip() for e in value.split(","))
+                if e and key_named(e) is None
             ]
         elif name == "TUNED_KERNELS_CACHE_DIR" and value and kind_of(value) not in ("dir", "missing"):
             problems.append(f"{name}={shown}: not a folder; the overlay of tuned misses is not kept")

@@ -99,7 +99,7 @@ def load(settings: Settings, opened: OpenedBundles, on_problem: Problem) -> Load
     loaded = Loaded(target, compiler, selection, sources)
     header = loaded.header(model.Producer.CAPTURE)  # the schema's producers: tune, capture, merge
 
-    code = code_bundles(selection, opened, on_problem) if settings.compiled else []
+    code = code_bundles(selection, opened, settings.trusted_keys, on_problem) if settings.compiled else []
     store = _compiled_kernels(code, views, target, compiler, sources)
     store.on_problem = on_problem
     if settings.capture is None:
@@ -135,7 +135,9 @@ def _open_overlay(shared: Path, sources: LoadedSources, on_problem: Problem) -> 
     return shared, False
 
 
-def code_bundles(selection: Selection, opened: OpenedBundles, on_problem: Problem) -> list[BundleCandidate]:
+def code_bundles(
+    selection: Selection, opened: OpenedBundles, trusted_keys: frozenset[str] | None, on_problem: Problem
+) -> list[BundleCandidate]:
     """The selected bundles whose code (compiled kernels, torch.compile graphs) may reach Triton, Inductor
     or the loader: the one gate, by `trust.why_no_code`. A bundle holding code it may not serve is said
     once; its configs are served all the same."""
@@ -144,11 +146,13 @@ def code_bundles(selection: Selection, opened: OpenedBundles, on_problem: Proble
         provenance = opened.provenance.get(
             candidate.path, Provenance(Origin.SHARED_FILE, "its origin is unknown")
         )
-        why = why_no_code(provenance)
+        why = why_no_code(provenance, trusted_keys)
         if why is None:
             allowed.append(candidate)
         elif opened.views[candidate.path].has_blobs:
-            on_problem(f"serving only the configs of {candidate.name}: {why}")
+            on_problem(
+                f"serving only the configs of {candidate.name}: {why}; its compiled kernels and graphs are not run"
+            )
     return allowed
 
 

@@ -23,6 +23,7 @@ REPORT_ENV = (
 WARMUP_ENV = "TUNED_KERNELS_WARMUP"  # 0: no background warm-up (Triton builds its host modules at launch)
 VERBOSE_ENV = "TUNED_KERNELS_VERBOSE"  # 1: a short summary of what was served and tuned, on stderr at exit
 COMPILED_ENV = "TUNED_KERNELS_COMPILED"  # 0: serve the bundles' configs, never their compiled kernels
+TRUSTED_KEYS_ENV = "TUNED_KERNELS_TRUSTED_KEYS"  # keys or key files, comma-separated: code only from theirs
 STRICT_ENV = (
     "TUNED_KERNELS_STRICT"  # 1: stop, with one line, instead of tuning or compiling what bundles lack
 )
@@ -40,6 +41,9 @@ class Settings:
     verbose: bool = False  # print `exit_summary` to stderr when the process ends
     compiled: bool = True  # place the bundles' compiled kernels in Triton's cache (else Triton compiles)
     strict: bool = False  # stop the program instead of tuning a miss or compiling a graph (a CI's proof)
+    trusted_keys: frozenset[str] | None = (
+        None  # set: compiled kernels and graphs only from bundles they signed
+    )
 
     @staticmethod
     def from_environ(environ: Mapping[str, str]) -> Settings:
@@ -58,4 +62,33 @@ class Settings:
             verbose=switch(environ.get(VERBOSE_ENV), False),
             compiled=switch(environ.get(COMPILED_ENV), True),
             strict=switch(environ.get(STRICT_ENV), False) and not capture,
+            trusted_keys=trusted_keys(environ.get(TRUSTED_KEYS_ENV)),
         )
+
+
+def trusted_keys(text: str | None) -> frozenset[str] | None:
+    """The keys `TUNED_KERNELS_TRUSTED_KEYS` names, each written out or in a file (None: not set). An
+    entry that names no key trusts nothing (the check says so): a mistyped key must not widen trust."""
+    if text is None or not text.strip():
+        return None
+    named = (key_named(entry.strip()) for entry in text.split(","))
+    return frozenset(key for key in named if key is not None)
+
+
+def key_named(entry: str) -> str | None:
+    """The key an entry of TUNED_KERNELS_TRUSTED_KEYS names: written out, or the first line of a file."""
+    from tuned_kernels.signing import KEY_PREFIX, MAX_SIGNATURE_BYTES, SignatureError, public_key_bytes
+
+    text = entry
+    if not entry.startswith(KEY_PREFIX):
+        try:
+            with open(entry, "rb") as f:
+                lines = f.read(MAX_SIGNATURE_BYTES).decode("utf-8", "replace").strip().splitlines()
+        except OSError:
+            return None
+        text = lines[0].strip() if lines else ""
+    try:
+        public_key_bytes(text)
+    except SignatureError:
+        return None
+    return text

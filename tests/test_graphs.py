@@ -404,3 +404,79 @@ def test_a_coordinate_descent_winner_keeps_its_mark_when_it_comes_back_from_a_co
     assert getattr(back(winner), "found_by_coordesc", False) is True
     assert not getattr(back(plain), "found_by_coordesc", False)
     assert back(winner).kwargs == {"XBLOCK": 8} and back(winner).num_warps == 2
+
+
+@pytest.fixture(scope="module")
+def keys(tmp_path_factory: pytest.TempPathFactory) -> dict[str, tuple[bytes, str]]:
+    """Two publishers' key pairs: the one the serving machine trusts, and another."""
+    from tuned_kernels.signing import new_key_pair
+
+    return {"trusted": new_key_pair(), "other": new_key_pair()}
+
+
+def _sign(bundle: Path, private: bytes) -> None:
+    from tuned_kernels.results.provenance import digest_of
+    from tuned_kernels.signing import SUFFIX, sign
+
+    size, sha256 = digest_of(bundle)
+    Path(f"{bundle}{SUFFIX}").write_text(sign(bundle.name, size, sha256, private).to_json())
+
+
+def _edit_signature(bundle: Path) -> None:
+    sig = Path(f"{bundle}.sig")
+    data = json.loads(sig.read_text())
+    data["signature"] = data["signature"][::-1]
+    sig.write_text(json.dumps(data))
+
+
+# (id, how the bundle is signed and then changed, whether its graphs may run, what is said)
+SIGNED = [
+    ("signed-by-a-trusted-key", "trusted", None, True, ""),
+    ("signed-by-another-key", "other", None, False, "a key TUNED_KERNELS_TRUSTED_KEYS does not name"),
+    ("unsigned", None, None, False, "it is not signed"),
+    ("one-blob-changed-since", "trusted", "blob", False, "the file changed since it was signed"),
+    ("signature-edited", "trusted", "signature", False, "its signature does not verify"),
+    ("renamed-since", "trusted", "rename", False, "not this file"),
+]
+
+
+@pytest.mark.parametrize(("name", "signer", "change", "runs", "said"), SIGNED, ids=[c[0] for c in SIGNED])
+def test_with_trusted_keys_set_only_a_bundle_they_signed_unchanged_serves_code(
+    captured: Path,
+    tmp_path: Path,
+    keys: dict[str, tuple[bytes, str]],
+    name: str,
+    signer: str | None,
+    change: str | None,
+    runs: bool,
+    said: str,
+) -> None:
+    bundle = tmp_path / "bundles" / "train.pb.zst"
+    bundle.parent.mkdir()
+    shutil.copyfile(captured, bundle)
+    if signer is not None:
+        _sign(bundle, keys[signer][0])
+    if change == "blob":  # one graph file's bytes edited, its digest recomputed: a well-formed bundle
+        results = read_results(bundle)
+        entry = next(e for e in _graph_entries(results) if dict(e.best.kwargs)[graphs.KIND] == "fxgraph")
+        write_results(bundle, with_payload(results.with_entries((entry,)), tmp_path / "never"))
+    elif change == "signature":
+        _edit_signature(bundle)
+    elif change == "rename":
+        bundle.rename(bundle.with_name("other.pb.zst"))
+        Path(f"{bundle}.sig").rename(bundle.with_name("other.pb.zst.sig"))
+        bundle = bundle.with_name("other.pb.zst")
+    served = run_app(tmp_path / "served", bundle=bundle, TUNED_KERNELS_TRUSTED_KEYS=keys["trusted"][1])
+    assert (served.graphs["fxgraph_hits"] == 2) == runs, served.graphs
+    assert not (tmp_path / "never").exists()
+    if runs:
+        assert served.warnings == []
+    else:
+        (warned,) = served.warnings
+        assert "serving only the configs of" in warned and said in warned, warned
+    verified = subprocess.run(
+        [sys.executable, "-m", "tuned_kernels", "verify", "--key", keys["trusted"][1], str(bundle)],
+        capture_output=True, text=True, timeout=120,
+    )  # fmt: skip
+    assert (verified.returncode == 0) == runs, verified.stderr
+    assert len(verified.stderr.strip().splitlines()) == (0 if runs else 1), verified.stderr

@@ -1,14 +1,16 @@
 """Which bundles may serve code. A bundle's configs are data: each is checked against the kernel's own
 configs before it is used, so they are served from any bundle that fits. Its compiled kernels (machine code
 the GPU runs) and torch.compile graphs (Inductor's pickles, C++ objects the loader runs) are code: served
-only from a bundle the user chose as code, which is an installed bundle package (installing it ran its
-code already) or a file that no one but this user (or root) can write. Pure: the facts come from
-`results/provenance.py`."""
+only from a bundle the user chose as code: with trusted keys set, one those keys signed; otherwise an
+installed bundle package (installing it ran its code already) or a file that no one but this user (or
+root) can write. Pure: the facts come from `results/provenance.py`."""
 
 from __future__ import annotations
 
 import enum
 from dataclasses import dataclass
+
+from tuned_kernels.signing import short
 
 
 class Origin(enum.Enum):
@@ -19,14 +21,29 @@ class Origin(enum.Enum):
 
 @dataclass(frozen=True)
 class Provenance:
-    """Where a bundle file came from, as far as this machine can tell."""
+    """Where a bundle file came from, as far as this machine can tell, and who signed it."""
 
     origin: Origin
     writable_by_others: str | None = None  # SHARED_FILE: the path others can write, and who
+    signer: str | None = None  # the key whose signature over the file holds
+    signature_problem: str | None = None  # a signature beside the file that does not hold: why
 
 
-def why_no_code(provenance: Provenance) -> str | None:
-    """Why a bundle's compiled kernels and graphs must not be served (None: they may be)."""
+def why_no_code(provenance: Provenance, trusted_keys: frozenset[str] | None = None) -> str | None:
+    """Why a bundle's compiled kernels and graphs must not be served (None: they may be). With trusted keys
+    set (`TUNED_KERNELS_TRUSTED_KEYS`), code comes only from bundles one of them signed; without, from
+    installed packages and files only this user can write. A signature that does not hold serves no code
+    either way."""
+    if provenance.signature_problem is not None:
+        return provenance.signature_problem
+    if trusted_keys is not None:
+        if provenance.signer is None:
+            return "it is not signed, and TUNED_KERNELS_TRUSTED_KEYS is set"
+        if provenance.signer not in trusted_keys:
+            return (
+                f"it is signed by {short(provenance.signer)}, a key TUNED_KERNELS_TRUSTED_KEYS does not name"
+            )
+        return None
     if provenance.origin is Origin.SHARED_FILE:
-        return f"{provenance.writable_by_others}, so its compiled kernels and graphs are not run"
+        return provenance.writable_by_others
     return None

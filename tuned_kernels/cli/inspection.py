@@ -6,6 +6,7 @@ import argparse
 import dataclasses
 import json
 import sys
+from pathlib import Path
 from typing import Any
 
 from tuned_kernels.cli.parsing import command, json_option
@@ -174,9 +175,24 @@ def cmd_inspect(args: argparse.Namespace) -> int:
         print(json.dumps(shown[0] if len(shown) == 1 else shown, indent=2))
     else:
         tables = [results_table(results) for _, results in named]
-        heads = [f"file      {printable(where)}\n" if len(named) > 1 else "" for where, _ in named]
+        heads = [
+            (f"file      {printable(where)}\n" if len(named) > 1 else "") + _signed_line(where)
+            for where, _ in named
+        ]
         print("\n\n".join(head + table for head, table in zip(heads, tables, strict=True)))
     return 0
+
+
+def _signed_line(where: str) -> str:
+    """Who signed a results file on disk, or why its signature does not hold ("" where it has none)."""
+    from tuned_kernels.results.provenance import signature_of
+
+    if "!" in where or not Path(where).is_file():
+        return ""
+    signer, problem = signature_of(Path(where))
+    if problem is not None:
+        return f"signed    no: {printable(problem)}\n"
+    return f"signed    by {signer}\n" if signer else ""
 
 
 def add_commands(sub: Any) -> None:

@@ -80,6 +80,12 @@ def add_build_wheel(sub: Any) -> None:
     p.add_argument("-o", "--output", default="dist", metavar="DIR", help="where the wheels go")
     p.add_argument("--name", default="tuned-kernels", help="the publisher's name: wheels are NAME-<arch>")
     p.add_argument("--version", default="0.1.0", help="the bundle wheels' version (PEP 440)")
+    p.add_argument(
+        "--sign-key",
+        default=None,
+        metavar="KEY",
+        help="sign each bundle with this private key (tuned-kernels keygen)",
+    )
     json_option(p, "the wheels built")
 
 
@@ -88,7 +94,8 @@ def cmd_build_wheel(args: argparse.Namespace) -> int:
 
     from tuned_kernels.packager.wheel import build_wheels
 
-    wheels = build_wheels(args.results, Path(args.output), args.version, args.name)
+    key = Path(args.sign_key).read_bytes() if args.sign_key else None
+    wheels = build_wheels(args.results, Path(args.output), args.version, args.name, key)
     if args.json:
         print(json.dumps([{"wheel": str(p), "bytes": p.stat().st_size} for p in wheels]))
         return 0

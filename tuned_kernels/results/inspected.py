@@ -16,6 +16,7 @@ from tuned_kernels.results.locate import results_files_in
 
 MAX_WHEEL_MEMBERS = 1_000
 RESULTS_MEMBER = re.compile(r"[^/]+/bundles/[^/]+\.(textproto|pb|binpb)(\.zst)?")
+BUNDLE_MEMBER = re.compile(r"[^/]+/bundles/[^/]+\.(textproto|pb|binpb)(\.zst)?(\.sig)?")
 
 
 def results_named(name: str) -> list[tuple[str, model.Results]]:
@@ -35,23 +36,33 @@ def results_named(name: str) -> list[tuple[str, model.Results]]:
 
 
 def _in_wheel(wheel: Path) -> list[tuple[str, model.Results]]:
+    found = [
+        (f"{wheel}!{name}", decode_results(data, name))
+        for name, data in wheel_bundle_files(wheel)
+        if RESULTS_MEMBER.fullmatch(name)
+    ]
+    if not found:
+        raise TunedKernelsError(f"{wheel}: holds no bundle (not made by tuned-kernels build-wheel)")
+    return found
+
+
+def wheel_bundle_files(wheel: Path) -> list[tuple[str, bytes]]:
+    """The files in a bundle wheel's `bundles/` folder (results files and their signatures), by their name in
+    the archive, read with the same bounds as from disk."""
     try:
         with zipfile.ZipFile(wheel) as archive:
             members = archive.infolist()
             if len(members) > MAX_WHEEL_MEMBERS:
                 raise TunedKernelsError(f"{wheel}: more than {MAX_WHEEL_MEMBERS} files: not a bundle wheel")
             found = []
-            for member in (m for m in members if RESULTS_MEMBER.fullmatch(m.filename)):
+            for member in (m for m in members if BUNDLE_MEMBER.fullmatch(m.filename)):
                 if member.file_size > MAX_DECODED_BYTES:
                     raise TunedKernelsError(
                         f"{wheel}!{member.filename}: larger than {MAX_DECODED_BYTES} bytes"
                     )
-                where = f"{wheel}!{member.filename}"
-                found.append((where, decode_results(archive.read(member), member.filename)))
+                found.append((member.filename, archive.read(member)))
     except zipfile.BadZipFile as exc:
         raise TunedKernelsError(f"{wheel}: not a wheel ({exc})") from None
-    if not found:
-        raise TunedKernelsError(f"{wheel}: holds no bundle (not made by tuned-kernels build-wheel)")
     return found
 
 

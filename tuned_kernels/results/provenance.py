@@ -7,10 +7,12 @@ cannot replace what is in it)."""
 
 from __future__ import annotations
 
+import hashlib
 import os
 import stat
 from pathlib import Path
 
+from tuned_kernels import signing
 from tuned_kernels.errors import one_line
 from tuned_kernels.trust import Origin, Provenance
 
@@ -18,12 +20,41 @@ _OTHERS_WRITE = stat.S_IWGRP | stat.S_IWOTH
 
 
 def provenance_of(path: Path, packaged: bool) -> Provenance:
+    signer, signature_problem = signature_of(path)
     if packaged:
-        return Provenance(Origin.PACKAGE)
+        return Provenance(Origin.PACKAGE, None, signer, signature_problem)
     problem = _writable_by_others(path)
-    if problem is None:
-        return Provenance(Origin.PRIVATE_FILE)
-    return Provenance(Origin.SHARED_FILE, problem)
+    origin = Origin.PRIVATE_FILE if problem is None else Origin.SHARED_FILE
+    return Provenance(origin, problem, signer, signature_problem)
+
+
+def signature_of(path: Path) -> tuple[str | None, str | None]:
+    """The key that signed the results file `path` (its `.sig` beside it), or why its signature does not
+    hold; (None, None) where it has none."""
+    sidecar = Path(str(path) + signing.SUFFIX)
+    if not os.path.lexists(sidecar):
+        return None, None
+    try:
+        if not sidecar.is_file() or sidecar.stat().st_size > signing.MAX_SIGNATURE_BYTES:
+            return None, f"{sidecar.name} is not a signature file"
+        signature = signing.Signature.from_json(sidecar.read_bytes())
+        size, sha256 = digest_of(path)
+    except signing.SignatureError as exc:
+        return None, f"{sidecar.name}: {exc}"
+    except OSError as exc:
+        return None, f"{sidecar.name} cannot be read ({one_line(exc.strerror or str(exc), 60)})"
+    why = signing.why_not_valid(signature, path.name, size, sha256)
+    return (signature.key, None) if why is None else (None, why)
+
+
+def digest_of(path: Path) -> tuple[int, str]:
+    """The size and sha256 of a file, read in blocks."""
+    digest, size = hashlib.sha256(), 0
+    with open(path, "rb") as f:
+        for block in iter(lambda: f.read(1 << 20), b""):
+            digest.update(block)
+            size += len(block)
+    return size, digest.hexdigest()
 
 
 def _writable_by_others(path: Path) -> str | None:
