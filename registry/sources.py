@@ -59,7 +59,7 @@ class LoadedSources:
             try:
                 entry = view.lookup(slot)
             except BadEntryError:  # this entry only: a miss here, the bundle's other entries still serve
-                self._say_left_out(view)
+                say_left_out(view, self._said_left_out, self.on_problem)
                 continue
             except TunedKernelsError as exc:  # a corrupt index: this bundle answers no more
                 self._drop(view, exc)
@@ -151,21 +151,22 @@ class LoadedSources:
         except TunedKernelsError as exc:
             self._drop(view, exc)
             return []
-        self._say_left_out(view)
+        say_left_out(view, self._said_left_out, self.on_problem)
         return named
 
-    def _say_left_out(self, view: ResultsView) -> None:
-        """Once per bundle: the entries it holds that cannot be decoded (each a miss where asked for)."""
-        if view.left_out and view.path not in self._said_left_out:
-            self._said_left_out.add(view.path)
-            why = view.left_out[min(view.left_out)]
-            self.on_problem(f"{one_line(view.path)}: leaving out an entry ({why}); its key is tuned here")
-
     def drop(self, view: ResultsView, exc: TunedKernelsError) -> None:
-        """This bundle answers no more: one of its entries or its index is bad (said once)."""
+        """This bundle answers no more: its index, or the file as a whole, is bad (said once)."""
         self._drop(view, exc)
 
     def _drop(self, view: ResultsView, exc: TunedKernelsError) -> None:
         self.bundles = [b for b in self.bundles if b is not view]
         self.stale = [b for b in self.stale if b is not view]
         self.on_problem(f"dropping bundle: {exc}")
+
+
+def say_left_out(view: ResultsView, said: set[str], on_problem: Callable[[str], None]) -> None:
+    """Once per bundle: the entries it holds that cannot be decoded (each a miss where asked for)."""
+    if view.left_out and view.path not in said:
+        said.add(view.path)
+        why = view.left_out[min(view.left_out)]
+        on_problem(f"{one_line(view.path)}: leaving out an entry ({why}); its key is tuned here")
