@@ -33,6 +33,7 @@ CHOICES: dict[str, tuple[str, ...] | None] = {
     "TUNED_KERNELS_MISS_JOBS": None,
     "TUNED_KERNELS_PATH": None,
     "TUNED_KERNELS_TRUSTED_KEYS": None,  # keys or key files, comma-separated
+    "TUNED_KERNELS_LOCK": None,  # a lock file (tuned-kernels lock): only the bundles it names are served
     "TUNED_KERNELS_CACHE_DIR": None,
     "TUNED_KERNELS_CAPTURE": None,  # set by `tuned-kernels capture`
     "TUNED_KERNELS_REPORT": None,  # set by `tuned-kernels coverage`

@@ -767,3 +767,33 @@ def test_an_exit_waits_briefly_for_an_overlay_another_process_holds_locked(
     assert done.returncode == 0 and done.stdout.strip() == "done", done.stderr[-2000:]
     (warned,) = factories.warnings_in(done.stderr)
     assert "the overlay is still locked by another process" in warned
+
+
+@pytest.mark.parametrize("lock", ["names-one-of-two", "not-a-lock"])
+def test_with_a_lock_set_only_the_exact_bundles_it_names_serve(
+    tmp_path: Path, tuned: model.Results, monkeypatch: pytest.MonkeyPatch, lock: str
+) -> None:
+    """`tuned-kernels lock` pins the bundles a deployment tested: another file (here one of the same keys,
+    made later) is left out, said once; a lock that cannot be read serves no bundle."""
+    folder = tmp_path / "bundles"
+    folder.mkdir()
+    write_results(folder / "a.pb", tuned)
+    later = dataclasses.replace(tuned.header, created_at="2030-01-01T00:00:00Z")
+    write_results(folder / "b.pb", dataclasses.replace(tuned, header=later))
+    lock_file = tmp_path / "deploy.lock"
+    if lock == "names-one-of-two":
+        env = {**os.environ, "TUNED_KERNELS_PATH": str(folder / "a.pb")}
+        made = subprocess.run([sys.executable, "-m", "tuned_kernels", "lock", "-o", str(lock_file)],
+                              env=env, capture_output=True, text=True, timeout=120)  # fmt: skip
+        assert made.returncode == 0 and "locked 1 bundle files" in made.stdout, made.stderr
+    else:
+        lock_file.write_text("{}")
+    monkeypatch.setenv("TUNED_KERNELS_LOCK", str(lock_file))
+    run = run_program(tmp_path, folder)
+    (warned,) = run.warnings
+    if lock == "names-one-of-two":
+        assert f"not serving {folder / 'b.pb'}: not in the lock" in warned
+        assert (run.stats["hits"], run.stats["misses"]) == (2, 0)
+    else:
+        assert "TUNED_KERNELS_LOCK" in warned and "no bundle is served" in warned
+        assert (run.stats["hits"], run.stats["misses"]) == (0, 2)

@@ -1,10 +1,12 @@
-"""Signing bundles: `keygen`, `sign` and `verify` (`build-wheel --sign-key` signs the bundles it packs)."""
+"""Who built the bundles and which bytes they are: `keygen`, `sign`, `verify` (`build-wheel --sign-key`
+signs the bundles it packs) and `lock`."""
 
 from __future__ import annotations
 
 import argparse
 import json
 import os
+import sys
 from pathlib import Path
 from typing import Any
 
@@ -137,7 +139,38 @@ def _files(paths: list[str], given: Any) -> list[Path]:
     return files
 
 
+def add_lock(sub: Any) -> None:
+    p = command(
+        sub,
+        "lock",
+        "pin the bundles this environment serves: their exact bytes",
+        "Writes the size and sha256 of every bundle file found here (installed bundle packages and\n"
+        "TUNED_KERNELS_PATH). With TUNED_KERNELS_LOCK=FILE set, a program serves only files of those exact\n"
+        "bytes; any other is left out, said once: a deployment serves what its CI tested.",
+        "  tuned-kernels lock -o tuned-kernels.lock\n"
+        "  TUNED_KERNELS=1 TUNED_KERNELS_LOCK=tuned-kernels.lock python app.py",
+        cmd_lock,
+    )
+    p.add_argument("-o", "--output", required=True, metavar="FILE", help="the lock file to write")
+
+
+def cmd_lock(args: argparse.Namespace) -> int:
+    from tuned_kernels.results.discovery import discover
+    from tuned_kernels.results.files import write_atomic
+    from tuned_kernels.results.lock import Locked, lock_text
+    from tuned_kernels.results.provenance import digest_of
+
+    found = discover()
+    for problem in found.problems:
+        print(f"tuned-kernels lock: {problem}", file=sys.stderr)
+    locked = [Locked(f.source, f.path.name, *digest_of(f.path)) for f in found.files]
+    write_atomic(Path(args.output), lock_text(locked).encode())
+    print(f"locked {len(locked)} bundle files -> {args.output}")
+    return 0
+
+
 def add_commands(sub: Any) -> None:
     add_keygen(sub)
     add_sign(sub)
     add_verify(sub)
+    add_lock(sub)

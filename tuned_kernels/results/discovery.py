@@ -74,11 +74,12 @@ def open_installed() -> OpenedBundles:
     from tuned_kernels.results.files import open_results
 
     discovered = discover()
+    files, left_out = locked_only(discovered.files)
     views: dict[str, ResultsView] = {}
     provenance: dict[str, Provenance] = {}
     found: list[tuple[str, str]] = []
     failed: dict[str, list[str]] = {}
-    for bundle in discovered.files:
+    for bundle in files:
         try:
             views[str(bundle.path)] = open_results(bundle.path)
         except TunedKernelsError as exc:
@@ -86,9 +87,36 @@ def open_installed() -> OpenedBundles:
             continue
         found.append((bundle.source, str(bundle.path)))
         provenance[str(bundle.path)] = provenance_of(bundle.path, bundle.packaged)
-    problems = list(discovered.problems)
+    problems = [*discovered.problems, *left_out]
     for source, reasons in failed.items():
         named = "" if reasons[0].startswith(source) else f" of {source}"
         more = f" (and {len(reasons) - 1} more)" if len(reasons) > 1 else ""
         problems.append(f"skipping bundle{named}: {reasons[0]}{more}")
     return OpenedBundles(tuple(found), views, tuple(problems), provenance)
+
+
+def locked_only(files: tuple[BundleFile, ...]) -> tuple[list[BundleFile], list[str]]:
+    """With TUNED_KERNELS_LOCK set, the files whose exact bytes the lock names, and what was left out (one
+    line); a lock that cannot be read serves no bundle. Unset: every file."""
+    from tuned_kernels.results.lock import ENV, read_lock
+    from tuned_kernels.results.provenance import digest_of
+
+    named = os.environ.get(ENV, "").strip()
+    if not named:
+        return list(files), []
+    try:
+        locked = read_lock(Path(named))
+    except TunedKernelsError as exc:
+        return [], [f"{ENV}: {exc}; no bundle is served"] if files else []
+    kept, other = [], []
+    for bundle in files:
+        try:
+            (kept if digest_of(bundle.path) in locked else other).append(bundle)
+        except OSError:
+            other.append(bundle)
+    if not other:
+        return kept, []
+    more = f" and {len(other) - 1} more" if len(other) > 1 else ""
+    return kept, [
+        f"not serving {one_line(str(other[0].path), 120)}{more}: not in the lock {one_line(named, 120)}"
+    ]
