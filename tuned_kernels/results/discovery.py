@@ -108,7 +108,8 @@ def locked_only(files: tuple[BundleFile, ...]) -> tuple[list[BundleFile], list[s
         locked = read_lock(Path(named))
     except TunedKernelsError as exc:
         return [], [f"{ENV}: {exc}; no bundle is served"] if files else []
-    kept, other = [], []
+    kept: list[BundleFile] = []
+    other: list[BundleFile] = []
     for bundle in files:
         try:
             (kept if digest_of(bundle.path) in locked else other).append(bundle)
