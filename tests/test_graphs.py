@@ -415,7 +415,7 @@ def keys(tmp_path_factory: pytest.TempPathFactory) -> dict[str, tuple[bytes, str
 
 
 def _sign(bundle: Path, private: bytes) -> None:
-    from tuned_kernels.results.provenance import digest_of
+    from tuned_kernels.results.digests import digest_of
     from tuned_kernels.signing import SUFFIX, sign
 
     size, sha256 = digest_of(bundle)

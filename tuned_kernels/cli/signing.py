@@ -59,8 +59,8 @@ def add_sign(sub: Any) -> None:
 
 
 def cmd_sign(args: argparse.Namespace) -> int:
+    from tuned_kernels.results.digests import digest_of
     from tuned_kernels.results.files import write_atomic
-    from tuned_kernels.results.provenance import digest_of
     from tuned_kernels.signing import SUFFIX, short, sign
 
     private = Path(args.key).read_bytes()
@@ -155,10 +155,10 @@ def add_lock(sub: Any) -> None:
 
 
 def cmd_lock(args: argparse.Namespace) -> int:
+    from tuned_kernels.results.digests import digest_of
     from tuned_kernels.results.discovery import discover
     from tuned_kernels.results.files import write_atomic
     from tuned_kernels.results.lock import Locked, lock_text
-    from tuned_kernels.results.provenance import digest_of
 
     found = discover()
     for problem in found.problems:

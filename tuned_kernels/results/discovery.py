@@ -13,6 +13,7 @@ from tuned_kernels.errors import TunedKernelsError, one_line
 from tuned_kernels.naming import ENTRY_POINT_GROUP
 from tuned_kernels.results.locate import results_files_in
 from tuned_kernels.results.provenance import provenance_of
+from tuned_kernels.signing import SUFFIX as SIGNATURE_SUFFIX
 from tuned_kernels.trust import Provenance
 
 if TYPE_CHECKING:
@@ -70,24 +71,34 @@ class OpenedBundles:
 
 def open_installed() -> OpenedBundles:
     """Every bundle `discover` finds, opened for look-ups (header checked); one that cannot be is left out
-    with the reason (said once per source: a package of many broken files is one problem)."""
+    with the reason (said once per source: a package of many broken files is one problem). With
+    TUNED_KERNELS_LOCK set, only files whose bytes, as read, the lock names (results/lock.py)."""
     from tuned_kernels.results.files import open_results
 
     discovered = discover()
-    files, left_out = locked_only(discovered.files)
+    lock, lock_problems = _lock()
     views: dict[str, ResultsView] = {}
     provenance: dict[str, Provenance] = {}
     found: list[tuple[str, str]] = []
     failed: dict[str, list[str]] = {}
-    for bundle in files:
+    unlocked: list[str] = []
+    for bundle in discovered.files if not lock_problems else ():  # an unreadable lock serves none
+        signed = os.path.lexists(f"{bundle.path}{SIGNATURE_SUFFIX}")
         try:
-            views[str(bundle.path)] = open_results(bundle.path)
+            view = open_results(bundle.path, digest=signed or lock is not None)
         except TunedKernelsError as exc:
             failed.setdefault(bundle.source, []).append(str(exc))
             continue
+        if lock is not None and view.digest not in lock:
+            unlocked.append(str(bundle.path))
+            continue
+        views[str(bundle.path)] = view
         found.append((bundle.source, str(bundle.path)))
-        provenance[str(bundle.path)] = provenance_of(bundle.path, bundle.packaged)
-    problems = [*discovered.problems, *left_out]
+        provenance[str(bundle.path)] = provenance_of(bundle.path, bundle.packaged, view.digest)
+    problems = [*discovered.problems, *lock_problems]
+    if unlocked:
+        more = f" and {len(unlocked) - 1} more" if len(unlocked) > 1 else ""
+        problems.append(f"not serving {one_line(unlocked[0], 120)}{more}: not in the lock {_lock_name()}")
     for source, reasons in failed.items():
         named = "" if reasons[0].startswith(source) else f" of {source}"
         more = f" (and {len(reasons) - 1} more)" if len(reasons) > 1 else ""
@@ -95,29 +106,20 @@ def open_installed() -> OpenedBundles:
     return OpenedBundles(tuple(found), views, tuple(problems), provenance)
 
 
-def locked_only(files: tuple[BundleFile, ...]) -> tuple[list[BundleFile], list[str]]:
-    """With TUNED_KERNELS_LOCK set, the files whose exact bytes the lock names, and what was left out (one
-    line); a lock that cannot be read serves no bundle. Unset: every file."""
-    from tuned_kernels.results.lock import ENV, read_lock
-    from tuned_kernels.results.provenance import digest_of
+def _lock_name() -> str:
+    from tuned_kernels.results.lock import ENV
 
-    named = os.environ.get(ENV, "").strip()
-    if not named:
-        return list(files), []
+    return one_line(os.environ.get(ENV, "").strip(), 120)
+
+
+def _lock() -> tuple[frozenset[tuple[int, str]] | None, list[str]]:
+    """The (size, sha256) pairs TUNED_KERNELS_LOCK names (None: no lock set); a lock that cannot be read
+    lets no bundle through, said once."""
+    from tuned_kernels.results.lock import ENV, read_lock
+
+    if not _lock_name():
+        return None, []
     try:
-        locked = read_lock(Path(named))
+        return read_lock(Path(_lock_name())), []
     except TunedKernelsError as exc:
-        return [], [f"{ENV}: {exc}; no bundle is served"] if files else []
-    kept: list[BundleFile] = []
-    other: list[BundleFile] = []
-    for bundle in files:
-        try:
-            (kept if digest_of(bundle.path) in locked else other).append(bundle)
-        except OSError:
-            other.append(bundle)
-    if not other:
-        return kept, []
-    more = f" and {len(other) - 1} more" if len(other) > 1 else ""
-    return kept, [
-        f"not serving {one_line(str(other[0].path), 120)}{more}: not in the lock {one_line(named, 120)}"
-    ]
+        return frozenset(), [f"{ENV}: {exc}; no bundle is served"]

@@ -105,15 +105,20 @@ def read_results(path: str | os.PathLike[str]) -> model.Results:
     return open_results(path).results()
 
 
-def open_results(path: str | os.PathLike[str]) -> ResultsView:
-    """The file opened for look-ups: header checked now, entries decoded (and validated) when asked for."""
+def open_results(path: str | os.PathLike[str], digest: bool = False) -> ResultsView:
+    """The file opened for look-ups: header checked now, entries decoded (and validated) when asked for.
+    `digest`: the view also holds the size and sha256 of the very bytes read (a signature or a lock is
+    checked against what is served, not against the file as it may be a moment later)."""
     name = os.fspath(path)
     fmt = format_for(name)  # an unknown extension fails before any I/O
     if fmt.text and not fmt.compressed:  # its size is checked before a byte is read
         raw = read_regular_file(name, MAX_TEXT_BYTES, "text larger than the {limit}-byte limit: use .pb.zst")
     else:
         raw = read_regular_file(name, MAX_DECODED_BYTES)
-    return ResultsView(_decode_message(raw, name, read_budget(len(raw))), name)
+    view = ResultsView(_decode_message(raw, name, read_budget(len(raw))), name)
+    if digest:
+        view.digest = (len(raw), hashlib.sha256(raw).hexdigest())
+    return view
 
 
 def read_regular_file(

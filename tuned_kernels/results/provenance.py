@@ -7,20 +7,21 @@ cannot replace what is in it)."""
 
 from __future__ import annotations
 
-import hashlib
 import os
 import stat
 from pathlib import Path
 
 from tuned_kernels import signing
 from tuned_kernels.errors import one_line
+from tuned_kernels.results.digests import digest_of
 from tuned_kernels.trust import Origin, Provenance
 
 _OTHERS_WRITE = stat.S_IWGRP | stat.S_IWOTH
 
 
-def provenance_of(path: Path, packaged: bool) -> Provenance:
-    signer, signature_problem = signature_of(path)
+def provenance_of(path: Path, packaged: bool, digest: tuple[int, str] | None = None) -> Provenance:
+    """`digest`: the size and sha256 of the bytes served from `path` (else the file is hashed now)."""
+    signer, signature_problem = signature_of(path, digest)
     if packaged:
         return Provenance(Origin.PACKAGE, None, signer, signature_problem)
     problem = _writable_by_others(path)
@@ -28,9 +29,10 @@ def provenance_of(path: Path, packaged: bool) -> Provenance:
     return Provenance(origin, problem, signer, signature_problem)
 
 
-def signature_of(path: Path) -> tuple[str | None, str | None]:
+def signature_of(path: Path, digest: tuple[int, str] | None = None) -> tuple[str | None, str | None]:
     """The key that signed the results file `path` (its `.sig` beside it), or why its signature does not
-    hold; (None, None) where it has none."""
+    hold; (None, None) where it has none. `digest`: the size and sha256 of the bytes served (else the file
+    is hashed now)."""
     sidecar = Path(str(path) + signing.SUFFIX)
     if not os.path.lexists(sidecar):
         return None, None
@@ -38,23 +40,13 @@ def signature_of(path: Path) -> tuple[str | None, str | None]:
         if not sidecar.is_file() or sidecar.stat().st_size > signing.MAX_SIGNATURE_BYTES:
             return None, f"{sidecar.name} is not a signature file"
         signature = signing.Signature.from_json(sidecar.read_bytes())
-        size, sha256 = digest_of(path)
+        size, sha256 = digest or digest_of(path)
     except signing.SignatureError as exc:
         return None, f"{sidecar.name}: {exc}"
     except OSError as exc:
         return None, f"{sidecar.name} cannot be read ({one_line(exc.strerror or str(exc), 60)})"
     why = signing.why_not_valid(signature, path.name, size, sha256)
     return (signature.key, None) if why is None else (None, why)
-
-
-def digest_of(path: Path) -> tuple[int, str]:
-    """The size and sha256 of a file, read in blocks."""
-    digest, size = hashlib.sha256(), 0
-    with open(path, "rb") as f:
-        for block in iter(lambda: f.read(1 << 20), b""):
-            digest.update(block)
-            size += len(block)
-    return size, digest.hexdigest()
 
 
 def _writable_by_others(path: Path) -> str | None:

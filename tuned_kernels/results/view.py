@@ -36,6 +36,7 @@ class ResultsView:
         self._named: dict[str, list[model.Entry]] = {}
         self._results: model.Results | None = None
         self.left_out: dict[int, str] = {}  # entries that cannot be decoded, by position: why (never served)
+        self.digest: tuple[int, str] | None = None  # size and sha256 of the bytes read, where asked for
 
     def __len__(self) -> int:
         return len(self._stored)
