@@ -15,7 +15,7 @@ from tuned_kernels.registry.forking import in_every_forked_child
 from tuned_kernels.registry.graph_files import GraphFile, graph_files
 from tuned_kernels.registry.settings import Settings
 from tuned_kernels.registry.sinks import CaptureSink, OverlaySink, Sink
-from tuned_kernels.registry.sources import LoadedSources
+from tuned_kernels.registry.sources import LoadedSources, say_left_out
 
 from tuned_kernels import model
 from tuned_kernels.errors import TunedKernelsError
@@ -169,6 +169,7 @@ def _compiled_kernels(
         if view.has_blobs and artifacts_fit(view.header, target, compiler):
             try:
                 store.add(view.served_results(), candidate.name, other_files=graphs.NAME)
+                say_left_out(view, sources.said_left_out, sources.on_problem)
             except TunedKernelsError as exc:
                 sources.drop(view, exc)  # a file-level fault (two entries for a key): dropped, said once
     return store

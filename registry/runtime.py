@@ -77,13 +77,18 @@ class Registry:
         counted: bool = True,
     ) -> Decision:
         loaded = self.load()
-        if loaded.target is None:
-            return Decision("miss")
-        stored_as = self._stored_as(identity, loaded)
-        decision = decide(stored_as, key, fits, loaded.sources, self.settings.policy)
-        if self.settings.strict and counted and not decision.served:  # a probe (counted=False) tunes nothing
+        decision = Decision("miss")
+        if loaded.target is not None:
+            decision = decide(
+                self._stored_as(identity, loaded), key, fits, loaded.sources, self.settings.policy
+            )
+        if (
+            self.settings.strict and counted and not served_by_a_bundle(decision, loaded)
+        ):  # probes tune nothing
             shown = one_line(", ".join(str(v) for v in key), 120)
             strict_stop(f"{identity.name} ({shown}) is not in the bundles; it would be tuned")
+        if loaded.target is None:
+            return decision
         torch_version = loaded.compiler.torch_version if loaded.compiler else "?"
         self.notices.after(identity, key, decision, loaded.sources, torch_version)
         if counted and decision.served:
@@ -181,3 +186,8 @@ class Registry:
         self.flush()  # the counts include the overlay writes of what was tuned so far
         changed = self.notices.changed_kernels
         return summaries.summary(loaded, self.stats, changed, self.host_modules, self.problems)
+
+
+def served_by_a_bundle(decision: Decision, loaded: Loaded) -> bool:
+    """A served decision from a bundle, not from this machine's overlay (what TUNED_KERNELS_STRICT proves)."""
+    return decision.served and decision.source != loaded.sources.local_name

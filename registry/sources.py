@@ -30,7 +30,7 @@ class LoadedSources:
         self.local: Table = {}  # the overlay's entries and those tuned in this process
         self.local_name = local_name
         self.refused: dict[model.EntrySlot, model.Config] = {}  # served configs that failed to launch
-        self._said_left_out: set[str] = set()
+        self.said_left_out: set[str] = set()
         self.on_problem = on_problem
 
     def add_local(self, entries: Iterable[model.Entry]) -> None:
@@ -59,7 +59,7 @@ class LoadedSources:
             try:
                 entry = view.lookup(slot)
             except BadEntryError:  # this entry only: a miss here, the bundle's other entries still serve
-                say_left_out(view, self._said_left_out, self.on_problem)
+                say_left_out(view, self.said_left_out, self.on_problem)
                 continue
             except TunedKernelsError as exc:  # a corrupt index: this bundle answers no more
                 self._drop(view, exc)
@@ -151,7 +151,7 @@ class LoadedSources:
         except TunedKernelsError as exc:
             self._drop(view, exc)
             return []
-        say_left_out(view, self._said_left_out, self.on_problem)
+        say_left_out(view, self.said_left_out, self.on_problem)
         return named
 
     def drop(self, view: ResultsView, exc: TunedKernelsError) -> None:

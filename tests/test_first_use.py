@@ -39,8 +39,8 @@ ENTRY_POINTS = {
 def _run(args: list[str], cwd: Path, **env: str) -> subprocess.CompletedProcess[str]:
     """A user's process: no TRITON_INTERPRET, no target override, no bundles but theirs."""
     full = {k: v for k, v in os.environ.items() if k not in ("TRITON_INTERPRET", "TUNED_KERNELS_TARGET")}
-    full.update(TUNED_KERNELS_CACHE_DIR=str(cwd / "overlay"), PYTHONPATH=str(cwd), **env)
     full.pop("TUNED_KERNELS_PATH", None)
+    full.update(TUNED_KERNELS_CACHE_DIR=str(cwd / "overlay"), PYTHONPATH=str(cwd), **env)
     return subprocess.run(args, cwd=cwd, env=full, capture_output=True, text=True, timeout=240)
 
 
@@ -125,9 +125,12 @@ def test_an_editable_install_turns_on_tuned_kernels_with_TUNED_KERNELS_1(tmp_pat
     assert off.stdout.split()[-1] == "False"
 
 
-def test_strict_stops_on_a_key_no_bundle_holds_in_one_line_and_serves_what_is_held(tmp_path: Path) -> None:
+def test_strict_stops_on_a_key_no_bundle_holds_in_one_line_and_serves_what_a_bundle_holds(
+    tmp_path: Path,
+) -> None:
     """TUNED_KERNELS_STRICT=1, for a CI job proving a bundle covers a program: a miss stops the program
-    before anything is tuned (exit 3, one line naming the kernel and key); once the key is held, it runs."""
+    before anything is tuned (exit 3, one line naming the kernel and key), a key this machine's overlay holds
+    too (no bundle: it proves nothing); a key a bundle holds runs."""
     (tmp_path / "app.py").write_text(
         APP + "\n\ndef check(n):\n    y, x = run(n)\n    assert torch.equal(y, 2 * x)\n"
     )
@@ -136,9 +139,23 @@ def test_strict_stops_on_a_key_no_bundle_holds_in_one_line_and_serves_what_is_he
     assert stopped.returncode == 3 and "done" not in stopped.stdout
     (line,) = stopped.stderr.strip().splitlines()
     assert line.startswith("tuned-kernels: TUNED_KERNELS_STRICT=1: app.") and "is not in the bundles" in line
-    assert not (tmp_path / "overlay").exists() or not any(
-        (tmp_path / "overlay").glob("*.pb")
-    )  # nothing tuned
+    assert not any((tmp_path / "overlay").glob("*.pb"))  # nothing tuned
     assert _run([sys.executable, "-c", program], tmp_path, TUNED_KERNELS="1").returncode == 0  # tuned, kept
-    served = _run([sys.executable, "-c", program], tmp_path, TUNED_KERNELS="1", TUNED_KERNELS_STRICT="1")
+    again = _run([sys.executable, "-c", program], tmp_path, TUNED_KERNELS="1", TUNED_KERNELS_STRICT="1")
+    assert again.returncode == 3, again.stderr
+    bundle = tmp_path / "app.pb.zst"
+    capture = [
+        sys.executable,
+        "-m",
+        "tuned_kernels",
+        "capture",
+        "-o",
+        str(bundle),
+        "--",
+        sys.executable,
+        "-c",
+    ]
+    assert _run([*capture, program], tmp_path).returncode == 0
+    served = _run([sys.executable, "-c", program], tmp_path, TUNED_KERNELS="1", TUNED_KERNELS_STRICT="1",
+                  TUNED_KERNELS_PATH=str(bundle))  # fmt: skip
     assert served.returncode == 0 and "done" in served.stdout, served.stderr[-2000:]

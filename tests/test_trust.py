@@ -34,7 +34,7 @@ def test_a_bundle_file_serves_code_only_when_no_one_else_can_write_it(
     bundle.write_bytes(b"")
     bundle.chmod(file_mode)
     folder.chmod(folder_mode)
-    provenance = provenance_of(bundle, packaged=False)
+    provenance = provenance_of(bundle, packaged=False, digest=None)
     assert (why_no_code(provenance) is None) == code, provenance
     if not code:
         assert provenance.origin is Origin.SHARED_FILE and str(folder) in str(provenance.writable_by_others)
@@ -48,17 +48,17 @@ def test_a_link_is_judged_by_the_file_it_names(tmp_path: Path) -> None:
     private = tmp_path / "private"
     private.mkdir(mode=0o700)
     (private / "app.pb.zst").symlink_to(shared / "app.pb.zst")
-    assert why_no_code(provenance_of(private / "app.pb.zst", packaged=False)) is not None
+    assert why_no_code(provenance_of(private / "app.pb.zst", packaged=False, digest=None)) is not None
 
 
 def test_a_file_that_cannot_be_checked_serves_no_code(tmp_path: Path) -> None:
-    why = why_no_code(provenance_of(tmp_path / "gone.pb.zst", packaged=False))
+    why = why_no_code(provenance_of(tmp_path / "gone.pb.zst", packaged=False, digest=None))
     assert why is not None and "cannot be checked" in why
 
 
 def test_an_installed_bundle_package_serves_code_wherever_it_lives(tmp_path: Path) -> None:
     tmp_path.chmod(0o777)
-    assert why_no_code(provenance_of(tmp_path / "any.pb.zst", packaged=True)) is None
+    assert why_no_code(provenance_of(tmp_path / "any.pb.zst", packaged=True, digest=None)) is None
     assert why_no_code(Provenance(Origin.PACKAGE)) is None
 
 
@@ -67,5 +67,5 @@ def test_a_file_another_user_owns_serves_no_code(tmp_path: Path) -> None:
     bundle = tmp_path / "app.pb.zst"
     bundle.write_bytes(b"")
     os.chown(bundle, 12345, -1)
-    why = why_no_code(provenance_of(bundle, packaged=False))
+    why = why_no_code(provenance_of(bundle, packaged=False, digest=None))
     assert why is not None and "another user (uid 12345)" in why

@@ -24,6 +24,7 @@ SUFFIX = ".sig"
 KEY_PREFIX = "ed25519:"
 MAX_SIGNATURE_BYTES = 64 * 1024
 _FIELDS = ("file", "size", "sha256", "key", "signature")
+UNCHECKABLE = "its signature cannot be checked here: pip install 'tuned-kernels[sign]'"
 
 
 class SignatureError(TunedKernelsError):
@@ -51,7 +52,7 @@ class Signature:
     def from_json(text: str | bytes) -> Signature:
         try:
             data: Any = json.loads(text)
-        except (ValueError, UnicodeDecodeError) as exc:
+        except (ValueError, UnicodeDecodeError, RecursionError) as exc:
             raise SignatureError(f"not JSON ({one_line(str(exc), 80)})") from None
         if not isinstance(data, dict) or data.get("format") != FORMAT or data.get("version") != VERSION:
             raise SignatureError(f"not a {FORMAT} of version {VERSION}")
@@ -124,7 +125,7 @@ def why_not_valid(signature: Signature, file_name: str, size: int, sha256: str) 
         from cryptography.exceptions import InvalidSignature
         from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PublicKey
     except ImportError:
-        return "the signature cannot be checked here: pip install 'tuned-kernels[sign]'"
+        return UNCHECKABLE
     try:
         key = Ed25519PublicKey.from_public_bytes(public_key_bytes(signature.key))
         key.verify(base64.b64decode(signature.signature, validate=True), signature.message())

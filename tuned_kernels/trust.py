@@ -10,7 +10,7 @@ from __future__ import annotations
 import enum
 from dataclasses import dataclass
 
-from tuned_kernels.signing import short
+from tuned_kernels.signing import UNCHECKABLE, short
 
 
 class Origin(enum.Enum):
@@ -34,8 +34,9 @@ def why_no_code(provenance: Provenance, trusted_keys: frozenset[str] | None = No
     set (`TUNED_KERNELS_TRUSTED_KEYS`), code comes only from bundles one of them signed; without, from
     installed packages and files only this user can write. A signature that does not hold serves no code
     either way."""
-    if provenance.signature_problem is not None:
-        return provenance.signature_problem
+    problem = provenance.signature_problem
+    if problem is not None and not (problem == UNCHECKABLE and trusted_keys is None):  # unchecked: unsigned
+        return problem
     if trusted_keys is not None:
         if provenance.signer is None:
             return "it is not signed, and TUNED_KERNELS_TRUSTED_KEYS is set"

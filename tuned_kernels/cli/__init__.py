@@ -57,7 +57,12 @@ def main(argv: Sequence[str] | None = None) -> int:
         where = f"{exc.filename}: " if exc.filename else ""
         print(printable(f"tuned-kernels {args.command}: {where}{exc.strerror or exc}"), file=sys.stderr)
         return 1
-    except (ValueError, LookupError, TypeError) as exc:  # bad input that reached a library: still one line
+    except (
+        ValueError,
+        LookupError,
+        TypeError,
+        RecursionError,
+    ) as exc:  # bad input that reached a library: still one line
         print(f"tuned-kernels {args.command}: {one_line(f'{type(exc).__name__}: {exc}')}", file=sys.stderr)
         return 1
     except KeyboardInterrupt:

@@ -26,6 +26,7 @@ def add_keygen(sub: Any) -> None:
         cmd_keygen,
     )
     p.add_argument("-o", "--output", required=True, metavar="KEY", help="the private key file to write")
+    json_option(p, "the files written and the public key")
 
 
 def cmd_keygen(args: argparse.Namespace) -> int:
@@ -39,7 +40,10 @@ def cmd_keygen(args: argparse.Namespace) -> int:
     with os.fdopen(fd, "wb") as f:
         f.write(pem)
     Path(f"{private}.pub").write_text(public + "\n")
-    print(f"private key -> {private}; public key -> {private}.pub: {public}")
+    if args.json:
+        print(json.dumps({"private": str(private), "public_file": f"{private}.pub", "public": public}))
+    else:
+        print(f"private key -> {private}; public key -> {private}.pub: {public}")
     return 0
 
 
@@ -56,6 +60,7 @@ def add_sign(sub: Any) -> None:
     )
     p.add_argument("results", nargs="+", metavar="RESULTS", help="results files to sign")
     p.add_argument("--key", required=True, metavar="KEY", help="the private key (tuned-kernels keygen)")
+    json_option(p, "each signature written")
 
 
 def cmd_sign(args: argparse.Namespace) -> int:
@@ -64,12 +69,17 @@ def cmd_sign(args: argparse.Namespace) -> int:
     from tuned_kernels.signing import SUFFIX, short, sign
 
     private = Path(args.key).read_bytes()
+    written = []
     for name in args.results:
         path = Path(name)
         size, sha256 = digest_of(path)
         signature = sign(path.name, size, sha256, private)
         write_atomic(Path(f"{path}{SUFFIX}"), signature.to_json().encode())
-        print(f"signed {path} -> {path}{SUFFIX} (key {short(signature.key)})")
+        written.append({"file": str(path), "signature": f"{path}{SUFFIX}", "key": signature.key})
+        if not args.json:
+            print(f"signed {path} -> {path}{SUFFIX} (key {short(signature.key)})")
+    if args.json:
+        print(json.dumps(written))
     return 0
 
 
@@ -152,6 +162,7 @@ def add_lock(sub: Any) -> None:
         cmd_lock,
     )
     p.add_argument("-o", "--output", required=True, metavar="FILE", help="the lock file to write")
+    json_option(p, "the bundles locked")
 
 
 def cmd_lock(args: argparse.Namespace) -> int:
@@ -165,7 +176,10 @@ def cmd_lock(args: argparse.Namespace) -> int:
         print(f"tuned-kernels lock: {problem}", file=sys.stderr)
     locked = [Locked(f.source, f.path.name, *digest_of(f.path)) for f in found.files]
     write_atomic(Path(args.output), lock_text(locked).encode())
-    print(f"locked {len(locked)} bundle files -> {args.output}")
+    if args.json:
+        print(json.dumps([vars(b) for b in locked]))
+    else:
+        print(f"locked {len(locked)} bundle files -> {args.output}")
     return 0
 
 

@@ -98,7 +98,9 @@ def open_installed() -> OpenedBundles:
     problems = [*discovered.problems, *lock_problems]
     if unlocked:
         more = f" and {len(unlocked) - 1} more" if len(unlocked) > 1 else ""
-        problems.append(f"not serving {one_line(unlocked[0], 120)}{more}: not in the lock {_lock_name()}")
+        problems.append(
+            f"not serving {one_line(unlocked[0], 120)}{more}: not in the lock {one_line(_lock_name(), 120)}"
+        )
     for source, reasons in failed.items():
         named = "" if reasons[0].startswith(source) else f" of {source}"
         more = f" (and {len(reasons) - 1} more)" if len(reasons) > 1 else ""
@@ -109,7 +111,7 @@ def open_installed() -> OpenedBundles:
 def _lock_name() -> str:
     from tuned_kernels.results.lock import ENV
 
-    return one_line(os.environ.get(ENV, "").strip(), 120)
+    return os.environ.get(ENV, "").strip()
 
 
 def _lock() -> tuple[frozenset[tuple[int, str]] | None, list[str]]:

@@ -42,7 +42,7 @@ def read_lock(path: Path) -> frozenset[tuple[int, str]]:
         raise TunedKernelsError(
             f"{one_line(str(path), 120)}: {one_line(exc.strerror or str(exc), 80)}"
         ) from None
-    except (ValueError, UnicodeDecodeError):
+    except (ValueError, UnicodeDecodeError, RecursionError):
         raise TunedKernelsError(f"{one_line(str(path), 120)}: not JSON") from None
     if not isinstance(data, dict) or data.get("format") != FORMAT or data.get("version") != VERSION:
         raise TunedKernelsError(f"{one_line(str(path), 120)}: not a {FORMAT} of version {VERSION}")

@@ -19,9 +19,10 @@ from tuned_kernels.trust import Origin, Provenance
 _OTHERS_WRITE = stat.S_IWGRP | stat.S_IWOTH
 
 
-def provenance_of(path: Path, packaged: bool, digest: tuple[int, str] | None = None) -> Provenance:
-    """`digest`: the size and sha256 of the bytes served from `path` (else the file is hashed now)."""
-    signer, signature_problem = signature_of(path, digest)
+def provenance_of(path: Path, packaged: bool, digest: tuple[int, str] | None) -> Provenance:
+    """`digest`: the size and sha256 of the bytes served from `path`, hashed as they were read where a
+    signature was beside the file then (None: there was none, and one that appeared since does not hold)."""
+    signer, signature_problem = signature_of(path, digest or "read without one")
     if packaged:
         return Provenance(Origin.PACKAGE, None, signer, signature_problem)
     problem = _writable_by_others(path)
@@ -29,16 +30,18 @@ def provenance_of(path: Path, packaged: bool, digest: tuple[int, str] | None = N
     return Provenance(origin, problem, signer, signature_problem)
 
 
-def signature_of(path: Path, digest: tuple[int, str] | None = None) -> tuple[str | None, str | None]:
+def signature_of(path: Path, digest: tuple[int, str] | str | None = None) -> tuple[str | None, str | None]:
     """The key that signed the results file `path` (its `.sig` beside it), or why its signature does not
-    hold; (None, None) where it has none. `digest`: the size and sha256 of the bytes served (else the file
-    is hashed now)."""
+    hold; (None, None) where it has none. `digest`: the size and sha256 of the bytes served (None: the file
+    is hashed now; "read without one": the file was read before its signature was there)."""
     sidecar = Path(str(path) + signing.SUFFIX)
     if not os.path.lexists(sidecar):
         return None, None
     try:
         if not sidecar.is_file() or sidecar.stat().st_size > signing.MAX_SIGNATURE_BYTES:
             return None, f"{sidecar.name} is not a signature file"
+        if isinstance(digest, str):
+            return None, "its signature appeared while the file was read"
         signature = signing.Signature.from_json(sidecar.read_bytes())
         size, sha256 = digest or digest_of(path)
     except signing.SignatureError as exc:
