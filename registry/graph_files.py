@@ -5,7 +5,7 @@ and not when `TUNED_KERNELS_COMPILED=0`. What is not offered is said once per bu
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Collection, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -27,6 +27,7 @@ class GraphFile:
     entry: model.Entry
     blob: graphs.BlobLookup  # its bundle's file contents, read from the message one at a time
     source: str  # the bundle's name
+    path: str  # its results file
 
 
 def graphs_fit(header: model.Header, target: model.Target, compiler: model.CompilerFingerprint) -> str | None:
@@ -63,24 +64,34 @@ def graph_files(
         except TunedKernelsError as exc:
             on_problem(f"not serving the compiled graphs of {name}: {exc}")
             continue
-        offered += [GraphFile(e, view.blob, name) for e in named if e.kernel.source_hash == ours.source_hash]
+        offered += [
+            GraphFile(e, view.blob, name, view.path)
+            for e in named
+            if e.kernel.source_hash == ours.source_hash
+        ]
     return offered
 
 
 def place_graphs(
-    offered: Sequence[GraphFile], cache_dir: Path, stats: Stats, problem: Callable[[str], None]
+    offered: Sequence[GraphFile],
+    cache_dir: Path,
+    known: Collection[str],
+    stats: Stats,
+    problem: Callable[[str], None],
 ) -> None:
     """Puts `offered` into Inductor's cache directory where no file is, counted in `stats`, and takes out
-    the files placed by earlier runs that nothing offers now (placed_record.py); a file that fails its
-    checks is said once per bundle and left out, an unwritable directory once (Inductor compiles)."""
+    the files placed by earlier runs from bundles that are gone or, found here (`known`), offer them no
+    more (placed_record.py); a file that fails its checks is said once per bundle and left out, an
+    unwritable directory once (Inductor compiles)."""
     if not offered and not (cache_dir / placed_record.RECORD).exists():
         return
     try:
         with FileLock(str(cache_dir / f"{placed_record.RECORD}.lock"), timeout=placed_record.LOCK_SECONDS):
             kept = {str(f.entry.key[0]): f.entry.artifacts[0].files[0].sha256 for f in offered}
-            record, stats.graph_files_removed = placed_record.take_out(
-                cache_dir, placed_record.read_record(cache_dir), kept
+            record, removed = placed_record.take_out(
+                cache_dir, placed_record.read_record(cache_dir), kept, known
             )
+            stats.graph_files_removed += removed
             _place(offered, cache_dir, stats, problem, record)
             placed_record.write_record(cache_dir, record)
     except Timeout:  # another process holds it for long: serve without the record (nothing is taken out)
@@ -96,12 +107,13 @@ def _place(
     problem: Callable[[str], None],
     record: dict[str, str],
 ) -> None:
-    by_source: dict[str, list[GraphFile]] = {}
+    by_file: dict[str, list[GraphFile]] = {}
     for f in offered:
-        by_source.setdefault(f.source, []).append(f)
-    for source, files in by_source.items():
+        by_file.setdefault(f.path, []).append(f)
+    for path, files in by_file.items():
+        source = files[0].source
         placed = graphs.install(((f.entry, f.blob) for f in files), cache_dir)
-        record.update(placed.files)
+        record.update({rel: placed_record.entry(sha, path) for rel, sha in placed.files.items()})
         stats.graph_files_placed += placed.written
         stats.graph_files_present += placed.present
         stats.graph_files_refused += len(placed.refused)

@@ -162,7 +162,8 @@ class Registry:
         """Puts the compiled graphs the selected bundles offer into Inductor's cache directory, where no file
         is, before Inductor compiles anything (and takes out those placed earlier that none offers now); a
         file that fails its checks is said once and left out."""
-        place_graphs(self.load().graphs, cache_dir, self.stats, self._problem)
+        known = set(self.bundles.opened().views)  # the bundles found here, served or not
+        place_graphs(self.load().graphs, cache_dir, known, self.stats, self._problem)
 
     def add_local(self, entries: Sequence[model.Entry]) -> None:
         """Entries to answer from after the bundles' (as if tuned in this process)."""

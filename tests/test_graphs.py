@@ -110,14 +110,29 @@ def test_graphs_are_not_served_with_compiled_kernels_off(captured: Path, tmp_pat
 def test_graphs_placed_by_one_run_are_gone_once_no_bundle_offers_them(
     captured: Path, tmp_path: Path, then: str
 ) -> None:
-    folder = tmp_path / "served"
-    assert run_app(folder, bundle=captured).graphs["fxgraph_hits"] == 2
+    folder, bundle = tmp_path / "served", tmp_path / "bundle" / "train.pb.zst"
+    bundle.parent.mkdir()
+    shutil.copyfile(captured, bundle)
+    assert run_app(folder, bundle=bundle).graphs["fxgraph_hits"] == 2
     if then == "bundle-removed":
+        bundle.unlink()
         later = run_app(folder, verbose=True, TUNED_KERNELS="1")
     else:
-        later = run_app(folder, bundle=captured, verbose=True, TUNED_KERNELS_COMPILED="0")
+        later = run_app(folder, bundle=bundle, verbose=True, TUNED_KERNELS_COMPILED="0")
     assert later.graphs["fxgraph_hits"] == 0 and later.graphs["fxgraph_misses"] == 2, later.graphs
     assert "taken out, no bundle offers them now: " in later.stderr
+
+
+def test_graphs_another_programs_bundle_placed_stay_while_that_bundle_is_there(
+    captured: Path, tmp_path: Path
+) -> None:
+    """Two programs sharing Inductor's cache directory: one run without the other's bundle leaves its graphs."""
+    folder, bundle = tmp_path / "served", tmp_path / "bundle" / "train.pb.zst"
+    bundle.parent.mkdir()
+    shutil.copyfile(captured, bundle)
+    assert run_app(folder, bundle=bundle).graphs["fxgraph_hits"] == 2
+    assert "taken out" not in run_app(folder, verbose=True, TUNED_KERNELS="1").stderr
+    assert run_app(folder, bundle=bundle).graphs["fxgraph_hits"] == 2
 
 
 @pytest.mark.parametrize("graphs_shipped", [True, False])

@@ -105,6 +105,8 @@ def launched_only(data: bytes) -> bytes:
         if bundle is None or not isinstance(source, str) or not hasattr(bundle, "kernel_artifacts"):
             return data
         names = set(_DEFINED.findall(source))
+        if not names:  # generated code written otherwise than this knows: shipped whole
+            return data
         names |= {getattr(a, "kernel_name", None) for a in getattr(bundle, "static_autotuners", ())}
         kept = [
             k for k in bundle.kernel_artifacts if any(_kernel_of(a.filename) in names for a in k.artifacts)
