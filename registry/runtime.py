@@ -82,11 +82,8 @@ class Registry:
             decision = decide(
                 self._stored_as(identity, loaded), key, fits, loaded.sources, self.settings.policy
             )
-        if (
-            self.settings.strict and counted and not served_by_a_bundle(decision, loaded)
-        ):  # probes tune nothing
-            shown = one_line(", ".join(str(v) for v in key), 120)
-            strict_stop(f"{identity.name} ({shown}) is not in the bundles; it would be tuned")
+        if self.settings.strict and counted:  # a probe (counted=False) tunes nothing
+            stop_unless_a_bundle_serves(identity, key, decision, loaded)
         if loaded.target is None:
             return decision
         torch_version = loaded.compiler.torch_version if loaded.compiler else "?"
@@ -159,11 +156,11 @@ class Registry:
         return loaded.sources.bundle_entries(identity)
 
     def place_graphs(self, cache_dir: Path) -> None:
-        """Puts the compiled graphs the selected bundles offer into Inductor's cache directory, where no file
-        is, before Inductor compiles anything (and takes out those placed earlier that none offers now); a
-        file that fails its checks is said once and left out."""
-        known = set(self.bundles.opened().views)  # the bundles found here, served or not
-        place_graphs(self.load().graphs, cache_dir, known, self.stats, self._problem)
+        """Puts the bundles' compiled graphs into Inductor's cache directory before Inductor compiles anything
+        (and takes out those placed earlier from bundles found here that offer them no more)."""
+        place_graphs(
+            self.load().graphs, cache_dir, set(self.bundles.opened().views), self.stats, self._problem
+        )
 
     def add_local(self, entries: Sequence[model.Entry]) -> None:
         """Entries to answer from after the bundles' (as if tuned in this process)."""
@@ -189,6 +186,10 @@ class Registry:
         return summaries.summary(loaded, self.stats, changed, self.host_modules, self.problems)
 
 
-def served_by_a_bundle(decision: Decision, loaded: Loaded) -> bool:
-    """A served decision from a bundle, not from this machine's overlay (what TUNED_KERNELS_STRICT proves)."""
-    return decision.served and decision.source != loaded.sources.local_name
+def stop_unless_a_bundle_serves(
+    identity: model.KernelIdentity, key: model.TuningKey, decision: Decision, loaded: Loaded
+) -> None:
+    """TUNED_KERNELS_STRICT: a key not served from a bundle (a miss, or this machine's overlay) stops."""
+    if not (decision.served and decision.source != loaded.sources.local_name):
+        shown = one_line(", ".join(str(v) for v in key), 120)
+        strict_stop(f"{identity.name} ({shown}) is not in the bundles; it would be tuned")
