@@ -13,7 +13,7 @@ from importlib import metadata
 from pathlib import Path
 from typing import Any, Literal
 
-from tuned_kernels.errors import TunedKernelsError, one_line
+from tuned_kernels.errors import TunedKernelsError, one_line, printable
 from tuned_kernels.version import TOOL_VERSION
 
 Status = Literal["ok", "warn", "fail"]
@@ -181,7 +181,7 @@ def _unwritable(folder: Path) -> str | None:
 
 def report(found: list[Check]) -> str:
     width = max(len(c.name) for c in found)
-    return "\n".join(f"{c.status:<4}  {c.name:<{width}}  {c.detail}" for c in found)
+    return "\n".join(f"{c.status:<4}  {c.name:<{width}}  {printable(c.detail)}" for c in found)
 
 
 def serving_works(found: list[Check]) -> bool:

@@ -797,3 +797,18 @@ def test_with_a_lock_set_only_the_exact_bundles_it_names_serve(
     else:
         assert "TUNED_KERNELS_LOCK" in warned and "no bundle is served" in warned
         assert (run.stats["hits"], run.stats["misses"]) == (0, 2)
+
+
+@pytest.mark.parametrize("command", ["status", "doctor"])
+def test_status_and_doctor_print_a_hostile_name_escaped(
+    tmp_path: Path, tuned: model.Results, command: str
+) -> None:
+    """A bundle's file name and a cache folder holding a terminal escape sequence reach the terminal escaped."""
+    folder = tmp_path / "b\x1b[2Jx"
+    folder.mkdir()
+    write_results(folder / "b.pb", tuned)
+    cache = tmp_path / "c\x1b]0;PWNED\x07"
+    env = {**os.environ, "TUNED_KERNELS_PATH": str(folder), "TUNED_KERNELS_CACHE_DIR": str(cache)}
+    done = subprocess.run([sys.executable, "-m", "tuned_kernels", command], env=env, capture_output=True,
+                          text=True, timeout=120)  # fmt: skip
+    assert "\x1b" not in done.stdout + done.stderr and "\\x1b" in done.stdout, done.stdout

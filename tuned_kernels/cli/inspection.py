@@ -127,22 +127,22 @@ def cmd_status(args: argparse.Namespace) -> int:
     if args.json:
         print(json.dumps(summary, indent=2))
         return 0
-    print(f"target     {summary['target']}, {summary['compiler']}")
+    print(printable(f"target     {summary['target']}, {summary['compiler']}"))
     for chosen in summary["selected"]:
         entries = summary["bundle_entries"].get(chosen["file"], 0)
-        print(f"selected   {chosen['bundle']}  ({chosen['file']}): {entries} entries")
+        print(printable(f"selected   {chosen['bundle']}  ({chosen['file']}): {entries} entries"))
     for rejected in summary["rejected"]:
-        print(f"rejected   {rejected['bundle']}: {rejected['reason']}")
+        print(printable(f"rejected   {rejected['bundle']}: {rejected['reason']}"))
     if not summary["selected"] and not summary["rejected"]:
         print("bundles    none found (install tuned-kernels-<target> or set TUNED_KERNELS_PATH)")
     print(f"entries    {summary['entries']}")
     overlay = summary["overlay"]
-    print(f"overlay    {overlay['path']} ({overlay['bytes']} bytes)")
+    print(printable(f"overlay    {overlay['path']} ({overlay['bytes']} bytes)"))
     for kernel, count in overlay["entries_per_kernel"].items():
-        print(f"  tuned    {kernel}: {count} keys")
+        print(printable(f"  tuned    {kernel}: {count} keys"))
     for problem in summary["problems"]:
         if not any(rejected["reason"] in problem for rejected in summary["rejected"]):  # said above
-            print(f"problem    {problem}")
+            print(printable(f"problem    {problem}"))
     return 0
 
 
