@@ -77,14 +77,17 @@ def trusted_keys(text: str | None) -> frozenset[str] | None:
 
 def key_named(entry: str) -> str | None:
     """The key an entry of TUNED_KERNELS_TRUSTED_KEYS names: written out, or the first line of a file."""
+    from tuned_kernels.errors import TunedKernelsError
+    from tuned_kernels.results.files import read_regular_file
     from tuned_kernels.signing import KEY_PREFIX, MAX_SIGNATURE_BYTES, SignatureError, public_key_bytes
 
     text = entry
     if not entry.startswith(KEY_PREFIX):
-        try:
-            with open(entry, "rb") as f:
-                lines = f.read(MAX_SIGNATURE_BYTES).decode("utf-8", "replace").strip().splitlines()
-        except OSError:
+        try:  # a regular file, bounded, opened without blocking (a FIFO does not hang the program)
+            lines = (
+                read_regular_file(entry, MAX_SIGNATURE_BYTES).decode("utf-8", "replace").strip().splitlines()
+            )
+        except TunedKernelsError:
             return None
         text = lines[0].strip() if lines else ""
     try:

@@ -6,6 +6,7 @@ Decoding raises `ValueError` with the path of the offending field; files.py adds
 from __future__ import annotations
 
 import math
+from collections.abc import Iterable
 from dataclasses import dataclass
 
 from tuned_kernels import model
@@ -290,16 +291,21 @@ def check_blob_keys(msg: pb.Results) -> None:
         _require(matches(_HEX64, sha), "blobs", "keys of 64 hex digits")
 
 
+def check_one_entry_per_key(positioned: Iterable[tuple[int, model.Entry]]) -> None:
+    """Raises ValueError naming the file positions of the first two entries that hold one key."""
+    first: dict[model.EntrySlot, int] = {}
+    for i, entry in positioned:
+        if first.setdefault(entry.slot, i) != i:
+            raise ValueError(two_for_one_key(first[entry.slot], i))
+
+
 def results_from_pb(msg: pb.Results, stored: packing.Entries) -> model.Results:
     """Every entry of `msg`, decoded; `stored` is `msg`'s entries as opened (packed or not)."""
     header = header_from_pb(msg)
     tables = tables_from_pb(msg)
     entries = tuple(entry_from_pb(stored.raw(i), tables, f"entries[{i}]") for i in range(len(stored)))
     check_blob_keys(msg)
-    first: dict[model.EntrySlot, int] = {}
-    for i, entry in enumerate(entries):
-        if first.setdefault(entry.slot, i) != i:
-            raise ValueError(two_for_one_key(first[entry.slot], i))
+    check_one_entry_per_key(enumerate(entries))
     # blob contents are checked against their sha256 where they are used (triton_edge.cache_manager)
     return model.Results(header, entries, dict(msg.blobs))
 

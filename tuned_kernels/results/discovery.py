@@ -119,9 +119,10 @@ def _lock() -> tuple[frozenset[tuple[int, str]] | None, list[str]]:
     lets no bundle through, said once."""
     from tuned_kernels.results.lock import ENV, read_lock
 
-    if not _lock_name():
+    name = _lock_name()
+    if not name:
         return None, []
     try:
-        return read_lock(Path(_lock_name())), []
+        return read_lock(Path(name)), []
     except TunedKernelsError as exc:
         return frozenset(), [f"{ENV}: {exc}; no bundle is served"]

@@ -34,14 +34,10 @@ def lock_text(bundles: list[Locked]) -> str:
 
 def read_lock(path: Path) -> frozenset[tuple[int, str]]:
     """The (size, sha256) of each bundle a lock file names; a file that is not a lock raises."""
-    try:
-        if not path.is_file() or path.stat().st_size > MAX_LOCK_BYTES:
-            raise TunedKernelsError(f"{one_line(str(path), 120)}: not a lock file")
-        data: Any = json.loads(path.read_bytes())
-    except OSError as exc:
-        raise TunedKernelsError(
-            f"{one_line(str(path), 120)}: {one_line(exc.strerror or str(exc), 80)}"
-        ) from None
+    from tuned_kernels.results.files import read_regular_file
+
+    try:  # not a regular file, too large or unreadable: ResultsFormatError, naming the file
+        data: Any = json.loads(read_regular_file(str(path), MAX_LOCK_BYTES))
     except (ValueError, UnicodeDecodeError, RecursionError):
         raise TunedKernelsError(f"{one_line(str(path), 120)}: not JSON") from None
     if not isinstance(data, dict) or data.get("format") != FORMAT or data.get("version") != VERSION:

@@ -12,7 +12,7 @@ import stat
 from pathlib import Path
 
 from tuned_kernels import signing
-from tuned_kernels.errors import one_line
+from tuned_kernels.errors import ResultsFormatError, one_line
 from tuned_kernels.results.digests import digest_of
 from tuned_kernels.trust import Origin, Provenance
 
@@ -37,17 +37,19 @@ def signature_of(path: Path, digest: tuple[int, str] | str | None = None) -> tup
     sidecar = Path(str(path) + signing.SUFFIX)
     if not os.path.lexists(sidecar):
         return None, None
+    if isinstance(digest, str):
+        return None, "its signature appeared while the file was read"
+    from tuned_kernels.results.files import read_regular_file
+
     try:
-        if not sidecar.is_file() or sidecar.stat().st_size > signing.MAX_SIGNATURE_BYTES:
-            return None, f"{sidecar.name} is not a signature file"
-        if isinstance(digest, str):
-            return None, "its signature appeared while the file was read"
-        signature = signing.Signature.from_json(sidecar.read_bytes())
+        signature = signing.Signature.from_json(read_regular_file(str(sidecar), signing.MAX_SIGNATURE_BYTES))
         size, sha256 = digest or digest_of(path)
     except signing.SignatureError as exc:
         return None, f"{sidecar.name}: {exc}"
-    except OSError as exc:
-        return None, f"{sidecar.name} cannot be read ({one_line(exc.strerror or str(exc), 60)})"
+    except ResultsFormatError as exc:  # not a regular file, too large, unreadable: read as a bundle is
+        return None, f"{sidecar.name}: {exc.cause}"
+    except OSError as exc:  # the results file itself, hashed now
+        return None, f"{path.name} cannot be read ({one_line(exc.strerror or str(exc), 60)})"
     why = signing.why_not_valid(signature, path.name, size, sha256)
     return (signature.key, None) if why is None else (None, why)
 

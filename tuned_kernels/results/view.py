@@ -66,9 +66,9 @@ class ResultsView:
         if kernel_name not in self._named:
             refs = {i for i, k in enumerate(self._tables.kernels) if k.name == kernel_name}
             stored = self._stored
-            self._named[kernel_name] = self._good(
-                i for i in range(len(stored)) if stored.kernel_of(i) in refs
-            )
+            self._named[kernel_name] = [
+                entry for _, entry in self._good(i for i in range(len(stored)) if stored.kernel_of(i) in refs)
+            ]
         return self._named[kernel_name]
 
     def source_hashes(self, kernel_name: str) -> frozenset[str]:
@@ -94,18 +94,19 @@ class ResultsView:
         try:
             return self.results()
         except ResultsFormatError:
-            entries = self._good(range(len(self._stored)))
-            first: dict[model.EntrySlot, int] = {}
-            for i, entry in enumerate(entries):
-                if first.setdefault(entry.slot, i) != i:
-                    raise ResultsFormatError(self.path, codec.two_for_one_key(first[entry.slot], i)) from None
-            return model.Results(self.header, tuple(entries), dict(self._msg.blobs))
+            good = self._good(range(len(self._stored)))
+            try:
+                codec.check_one_entry_per_key(good)
+            except ValueError as exc:
+                raise ResultsFormatError(self.path, str(exc)) from None
+            return model.Results(self.header, tuple(entry for _, entry in good), dict(self._msg.blobs))
 
-    def _good(self, positions: Iterable[int]) -> list[model.Entry]:
+    def _good(self, positions: Iterable[int]) -> list[tuple[int, model.Entry]]:
+        """The entries at these positions that decode, with their positions (the others: `left_out`)."""
         good = []
         for i in positions:
             try:
-                good.append(self._entry(i))
+                good.append((i, self._entry(i)))
             except BadEntryError:
                 continue
         return good
