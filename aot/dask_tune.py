@@ -33,12 +33,13 @@ from pathlib import Path
 from typing import Any
 
 from tuned_kernels.aot.corpus_loader import load_corpus, select_families
-from tuned_kernels.aot.kinds import ChoiceOfImplementations, kind_of
+from tuned_kernels.aot.kinds import ChoiceOfImplementations, kind_of, longest_first
 from tuned_kernels.aot.progress import Progress, ProgressEvent
-from tuned_kernels.aot.tune_command import TuneRequest, header_now, tuner_for, visible_device_id
-from tuned_kernels.aot.tune_report import TuneReport, TuneTimes, merge_reports
+from tuned_kernels.aot.tune_command import TuneRequest, header_now, tuner_for
+from tuned_kernels.aot.tune_report import TuneReport, TuneTimes, combined, merge_reports, time_split
 from tuned_kernels.aot.tune_run import TuneRun
-from tuned_kernels.aot.work import EVERY_ITEM, WorkItem, work_items
+from tuned_kernels.aot.tuner import distinct_keys
+from tuned_kernels.aot.work import EVERY_ITEM, WorkItem, visible_device_id, work_items
 
 from tuned_kernels import model
 from tuned_kernels.errors import TunedKernelsError
@@ -128,19 +129,22 @@ def run_on_dask(
         import distributed
     except ImportError:
         raise TunedKernelsError("--dask needs Dask: pip install 'tuned-kernels[dask]'") from None
-    start = time.monotonic()
+    start, started = time.monotonic(), time.time()
     request = dataclasses.replace(request, corpus=_absolute(request.corpus))
     families = select_families(load_corpus(request.corpus), request.kernels)
-    items = work_items(families, request.shapes, request.options.shard)
+    items = longest_first(work_items(families, request.shapes, request.options.shard))
+    kept = distinct_keys(items)  # indices into `items`, which each worker makes alike
     with _client(distributed, address, timeout_s) as client:
-        kinds = _kinds_of_workers(distributed, client)
+        workers = _kinds_of_workers(distributed, client)
         startup = time.monotonic() - start  # the cluster up, every worker's kind known
-        files = _files_for(request, kinds, created_at)
-        reports = _tune_every_kind(distributed, client, _Run(client, request, items, files))
+        files = _files_for(request, list(workers), created_at)
+        reports = _tune_every_kind(distributed, _Run(client, request, items, kept, files, workers))
     report = merge_reports(reports, time.monotonic() - start)
-    report.cases = len(items) * len(files)
+    report.cases, report.same_key = len(items) * len(files), (len(items) - len(kept)) * len(files)
     report.outputs = [str(f.path) for f in files.values()]
     report.startup_seconds = startup
+    report.gpus = combined(report.gpus)
+    report.time_split = time_split(report.gpus, started, started + report.seconds)
     return report
 
 
@@ -210,10 +214,10 @@ def _local_workers(address: str) -> list[dict[str, str]]:
     return [{"CUDA_VISIBLE_DEVICES": visible_device_id(gpu)} for gpu in range(gpus)] or [{}]
 
 
-def _kinds_of_workers(distributed: Any, client: Any) -> list[Kind]:
-    """The kinds of the cluster's workers (target and compiler, each reported by the worker itself). Each
-    worker also holds a resource named for its kind (set by `KindResource` as it starts, again when
-    restarted), which a task for that kind asks for."""
+def _kinds_of_workers(distributed: Any, client: Any) -> dict[Kind, int]:
+    """The kinds of the cluster's workers (target and compiler, each reported by the worker itself), with
+    how many workers each has. Each worker also holds a resource named for its kind (set by `KindResource`
+    as it starts, again when restarted), which a task for that kind asks for."""
     client.wait_for_workers(1, timeout=120)
     client.register_plugin(_kind_resource_plugin(distributed)(), name="tuned-kernels-kind")
     resources = client.run(_worker_resources)
@@ -223,9 +227,11 @@ def _kinds_of_workers(distributed: Any, client: Any) -> list[Kind]:
             f"worker {missing[0]} declares no {GPU} resource: start one worker per GPU with --resources {GPU}=1"
         )
     reported = client.run(worker_kind)
-    return list(
-        dict.fromkeys(Kind.of(target, compiler) for _, (target, compiler) in sorted(reported.items()))
-    )
+    kinds: dict[Kind, int] = {}
+    for _, (target, compiler) in sorted(reported.items()):
+        kind = Kind.of(target, compiler)
+        kinds[kind] = kinds.get(kind, 0) + 1
+    return kinds
 
 
 def _worker_resources(dask_worker: Any) -> dict[str, float]:
@@ -282,53 +288,64 @@ def _files_for(request: TuneRequest, kinds: Sequence[Kind], created_at: str) -> 
 
 
 class _Run:
-    """One `--dask` run's tasks: submitted per kind, a few consecutive items each (a worker compiles the
-    next item's configs while it measures one, as a one-process tune does), the implementation choices of a
-    kind once the rest of that kind finished; each finished task's entries go to its kind's file."""
+    """One `--dask` run's tasks: a few consecutive items each (a worker compiles the next item's configs
+    while it measures one, as a one-process tune does), fewer toward the end (`chunked`); per kind, two tasks
+    a worker are out at a time (one running, the next waiting on it), the implementation choices of a kind
+    once the rest of that kind finished; each finished task's entries go to its kind's file."""
 
     def __init__(
-        self, client: Any, request: TuneRequest, items: Sequence[WorkItem], files: dict[Kind, KindFile]
+        self,
+        client: Any,
+        request: TuneRequest,
+        items: Sequence[WorkItem],
+        kept: Sequence[int],
+        files: dict[Kind, KindFile],
+        workers: dict[Kind, int],
     ) -> None:
         self.client, self.items, self.files = client, items, files
         self.spec = json.dumps(request.to_json())
-        choices = {
-            i
-            for i, item in enumerate(items)
-            if isinstance(kind_of(item.family.kernel), ChoiceOfImplementations)
-        }
+        choices = {i for i in kept if isinstance(kind_of(items[i].family.kernel), ChoiceOfImplementations)}
         self.later = sorted(choices)
-        self.first = [i for i in range(len(items)) if i not in choices]
-        self.size = chunk_size(len(self.first), len(client.scheduler_info(n_workers=-1)["workers"]))
+        self.first = [i for i in kept if i not in choices]
+        starting = self.first or self.later  # a corpus of implementation choices alone starts with them
+        self.backlog = {kind: chunked(starting, workers.get(kind, 1)) for kind in files}
+        self.window = {kind: 2 * workers.get(kind, 1) for kind in files}
         budget = request.options.time_budget_s  # no key starts after it, on any worker (as in one process)
         self.deadline = None if budget is None else time.time() + budget
         self.pending: dict[Any, tuple[Kind, tuple[int, ...]]] = {}
         self.waiting_for_first = dict.fromkeys(files, len(self.first))
         self.reports: list[TuneReport] = []
 
-    def submit(self, kind: Kind, indices: Sequence[int]) -> list[Any]:
+    def start(self) -> list[Any]:
+        """The first tasks of every kind."""
+        return [f for kind in self.files for f in self.next_of(kind, self.window[kind])]
+
+    def next_of(self, kind: Kind, count: int) -> list[Any]:
+        """Up to `count` more of `kind`'s tasks submitted."""
+        chunks, self.backlog[kind] = self.backlog[kind][:count], self.backlog[kind][count:]
+        return [self.submit(kind, chunk) for chunk in chunks]
+
+    def submit(self, kind: Kind, chunk: tuple[int, ...]) -> Any:
         answers = self.files[kind].answers()  # in each task: data scattered to a worker dies with it
-        futures = []
-        for at in range(0, len(indices), self.size):
-            chunk = tuple(indices[at : at + self.size])
-            future = self.client.submit(
-                tune_on_worker, self.spec, chunk, answers, self.deadline,
-                key=f"tune-{kind.label}-{chunk[0]}-{chunk[-1]}", resources={GPU: 1, kind_resource(kind): 1},
-                retries=RETRIES, pure=False,
-            )  # fmt: skip
-            self.pending[future] = (kind, chunk)
-            futures.append(future)
-        return futures
+        future = self.client.submit(
+            tune_on_worker, self.spec, chunk, answers, self.deadline,
+            key=f"tune-{kind.label}-{chunk[0]}-{chunk[-1]}", resources={GPU: 1, kind_resource(kind): 1},
+            retries=RETRIES, pure=False,
+        )  # fmt: skip
+        self.pending[future] = (kind, chunk)
+        return future
 
     def collect(self, future: Any) -> tuple[list[Sequence[Any]], list[Any]]:
         """A finished task's entries saved to its kind's file: what to tell of each of its items, and the
-        tasks it lets start (its kind's implementation choices, after its last other item)."""
+        tasks it lets start (the next of its kind; its kind's implementation choices, after its last other
+        item)."""
         from tuned_kernels.results.files import decode_results
 
         kind, chunk = self.pending.pop(future)
         try:
             returned = future.result()
             results = decode_results(returned["results"], "worker.pb")
-            report, said = TuneReport(**returned["report"]), returned["said"]
+            report, said = TuneReport.from_json(returned["report"]), returned["said"]
         except Exception as exc:  # a task that failed every retry: the run goes on without those keys
             cases = ", ".join(self.items[i].case.id for i in chunk)
             report = TuneReport(failed=[f"{self.items[chunk[0]].family.name} {cases} on {kind.label}: {exc}"])
@@ -336,23 +353,25 @@ class _Run:
                 None,
                 [(self.items[i].family.name, self.items[i].case.id, 0, f"FAILED: {exc}") for i in chunk],
             )
+        more = self.next_of(kind, 1)  # submitted before the file is written: its worker is not kept waiting
         if results is not None and results.entries:
             self.files[kind].add(results)
             self.files[kind].save()
         self.reports.append(report)
-        if chunk[0] in self.later:
-            return said, []
+        if chunk[0] in self.later or not self.first:
+            return said, more
         self.waiting_for_first[kind] -= len(chunk)
-        return said, self.submit(kind, self.later) if self.waiting_for_first[kind] == 0 and self.later else []
+        if self.waiting_for_first[kind] == 0 and self.later:
+            more += [self.submit(kind, chunk) for chunk in chunked(self.later, 1)]
+        return said, more
 
 
-def _tune_every_kind(distributed: Any, client: Any, run: _Run) -> list[TuneReport]:
+def _tune_every_kind(distributed: Any, run: _Run) -> list[TuneReport]:
     """Every item on every kind of worker, with progress as tasks finish."""
     progress = Progress(sys.stderr)
-    total = len(run.items) * len(run.files)
+    total = (len(run.first) + len(run.later)) * len(run.files)
     started, finished = time.monotonic(), 0
-    starting = run.first or run.later  # a corpus of implementation choices alone starts with them
-    queue = distributed.as_completed([f for kind in run.files for f in run.submit(kind, starting)])
+    queue = distributed.as_completed(run.start())
     for future in queue:
         said, more = run.collect(future)
         queue.update(more)
@@ -364,10 +383,16 @@ def _tune_every_kind(distributed: Any, client: Any, run: _Run) -> list[TuneRepor
     return run.reports
 
 
-def chunk_size(items: int, workers: int) -> int:
-    """Items a task: up to 4 consecutive ones (each compiling while the one before it is measured), while
-    every worker still gets four tasks or more."""
-    return max(1, min(4, items // (4 * max(1, workers))))
+def chunked(indices: Sequence[int], workers: int) -> list[tuple[int, ...]]:
+    """`indices` cut into consecutive tasks of up to 4 items (each compiling while the one before it is
+    measured), smaller as fewer items remain: a task holds at most half the remaining items' share of one
+    worker, so the last tasks, which decide when the run ends, are single items."""
+    chunks, at = [], 0
+    while at < len(indices):
+        size = max(1, min(4, (len(indices) - at) // (2 * max(1, workers))))
+        chunks.append(tuple(indices[at : at + size]))
+        at += size
+    return chunks
 
 
 def _tell(
@@ -417,11 +442,19 @@ def tune_on_worker(
     from tuned_kernels import resolving
 
     with resolving.installed(None):  # the tuner measures configs itself: bundles must not answer for it
-        report = TuneRun(tuner, [items[i] for i in indices], done, EVERY_ITEM).run(lambda _: None)
+        run = TuneRun(tuner, [items[i] for i in indices], done, EVERY_ITEM, _worker_name())
+        report = run.run(lambda _: None)
     new = tuple(e for slot, e in done.items() if slot not in before)  # in the order tuned
     header = header_now(tuner.target, model.Producer.TUNE, "1970-01-01T00:00:00Z")
     results = model.Results(header, new, model.referenced_blobs(new, tuner.blobs))
     return {"results": encode_results(results, "r.pb"), "report": dataclasses.asdict(report), "said": said}
+
+
+def _worker_name() -> str:
+    """The Dask worker running this task, as the time split names its GPU."""
+    import distributed
+
+    return str(distributed.get_worker().name)
 
 
 def _prepare(spec: str) -> tuple[Sequence[WorkItem], Any]:
@@ -429,7 +462,7 @@ def _prepare(spec: str) -> tuple[Sequence[WorkItem], Any]:
 
     request = TuneRequest.from_json(json.loads(spec))
     families = select_families(load_corpus(request.corpus), request.kernels)
-    items = work_items(families, request.shapes, request.options.shard)
+    items = longest_first(work_items(families, request.shapes, request.options.shard))
     tuner = tuner_for(request, detect(), lambda _: None, {})
     _WORKER_STATE[spec] = (items, tuner)
     return items, tuner

@@ -12,8 +12,9 @@
 from __future__ import annotations
 
 import contextlib
+import math
 import time
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterable, Iterator, Sequence
 from contextlib import AbstractContextManager
 from typing import Any, Protocol
 
@@ -26,6 +27,7 @@ from tuned_kernels.aot.work import (
     artifacts_apply,
     first_line,
     mismatch,
+    problem_size,
 )
 
 from tuned_kernels import model, resolving
@@ -124,6 +126,22 @@ class SearchingKernel(AutotunedKernel):
         if reason is not None:
             raise NoValidConfig(f"{family.name} {item.case.id}: the config its search found: {reason}")
         return [*found, *compiled]
+
+
+def longest_first(items: Sequence[WorkItem]) -> list[WorkItem]:
+    """`items` in the order that keeps GPUs busy when several take keys from one list: the longest first
+    (the most configs to time, then the largest problem), so the keys left when the first GPU runs out of
+    work are short ones. Kernels that search their configs themselves count as the longest; keys of
+    implementation choices stay last, after the kernels whose winners they time. The sort is stable."""
+
+    def cost(item: WorkItem) -> tuple[int, float, float]:
+        kind = kind_of(item.family.kernel)
+        if isinstance(kind, ChoiceOfImplementations):
+            return (0, 0.0, 0.0)
+        configs = math.inf if kind.searches_itself else len(getattr(item.family.kernel, "configs", ()))
+        return (1, configs, problem_size(item.case))
+
+    return sorted(items, key=cost, reverse=True)
 
 
 def kind_of(kernel: Any) -> KernelKind:

@@ -22,10 +22,11 @@ from typing import Any
 
 from tuned_kernels.aot import tune_run
 from tuned_kernels.aot.corpus_loader import load_corpus, select_families
+from tuned_kernels.aot.kinds import longest_first
 from tuned_kernels.aot.progress import Progress, ProgressEvent
-from tuned_kernels.aot.tune_report import TuneOptions, TuneReport, merge_reports
-from tuned_kernels.aot.tuner import Tuner
-from tuned_kernels.aot.work import EVERY_ITEM, Claims, work_items
+from tuned_kernels.aot.tune_report import TuneOptions, TuneReport, merge_reports, time_split
+from tuned_kernels.aot.tuner import Tuner, distinct_keys
+from tuned_kernels.aot.work import EVERY_ITEM, Claims, visible_device_id, work_items
 from tuned_kernels.hardware import compiler_fingerprint, detect
 
 from tuned_kernels import model, resolving
@@ -57,6 +58,30 @@ class TuneRequest:
         return TuneRequest(**{**data, **lists, "options": options})
 
 
+def tuned_nothing(report: TuneReport, request: TuneRequest) -> list[str]:
+    """One line for each family named with --kernels that tuned no key here because its op launches another
+    kernel on this machine (one not asked for with it), naming that kernel's family."""
+    from tuned_kernels.triton_edge.launch import kernel_name
+
+    families: dict[str, str] = {}
+    for family in load_corpus(request.corpus):
+        families.setdefault(kernel_name(family.kernel), family.name)
+    lines = []
+    for name in request.kernels:
+        launched = report.launched_instead.get(name)
+        if not launched or report.per_family.get(name, 0) or report.resumed:
+            continue
+        others = [families.get(k, k) for k in launched]
+        if set(others) <= set(request.kernels):  # asked for with the family its op launches here
+            continue
+        said = ", ".join(f"{k} (family {families[k]})" if k in families else k for k in launched)
+        lines.append(
+            f"--kernels {name} tuned nothing: on this machine its op launches {said} instead; "
+            f"tune --kernels {' --kernels '.join(others)}"
+        )
+    return lines
+
+
 def header_now(target: model.Target, producer: model.Producer, created_at: str) -> model.Header:
     return model.Header(target, compiler_fingerprint(target), producer, TOOL_VERSION, created_at)
 
@@ -64,11 +89,17 @@ def header_now(target: model.Target, producer: model.Producer, created_at: str) 
 def run_tune(request: TuneRequest, created_at: str) -> TuneReport:
     import torch
 
+    started = time.time()
     target = detect()
     gpus = torch.cuda.device_count() if target.arch != "cpu" else 0
-    if gpus > 1:
-        return _run_workers(request, gpus, target, created_at)
-    return _tune_here(request, target, created_at)
+    many = gpus > 1
+    report = (
+        _run_workers(request, gpus, target, created_at) if many else _tune_here(request, target, created_at)
+    )
+    ended = time.time()
+    report.seconds = ended - started  # the whole run, as its time split covers it
+    report.time_split = time_split(report.gpus, started, ended)
+    return report
 
 
 class ClaimFolder:
@@ -91,7 +122,10 @@ def _tune_here(
     target: model.Target,
     created_at: str,
     claims: Claims = EVERY_ITEM,
+    gpu: str = "",
 ) -> TuneReport:
+    """Tunes `request` in this process (`claims`: which items are its; `gpu` names its device in the
+    report's time split, default the first one visible)."""
     families = select_families(load_corpus(request.corpus), request.kernels)
     header = header_now(target, model.Producer.TUNE, created_at)
     done: dict[model.EntrySlot, model.Entry] = {}
@@ -108,8 +142,10 @@ def _tune_here(
     progress = Progress(sys.stderr)
     tuner = tuner_for(request, target, progress, blobs)
     with resolving.installed(None):  # the tuner measures configs itself: bundles must not answer for it
-        items = work_items(families, request.shapes, request.options.shard)
-        report = tune_run.tune(tuner, items, done, save, claims)
+        items = longest_first(work_items(families, request.shapes, request.options.shard))
+        kept = distinct_keys(items)
+        report = tune_run.tune(tuner, [items[i] for i in kept], done, save, claims, gpu)
+    report.cases, report.same_key = len(items), len(items) - len(kept)
     progress.close()
     if not Path(request.output).exists():
         save(done)  # an empty shard still writes a valid file
@@ -143,9 +179,8 @@ def _run_workers(request: TuneRequest, gpus: int, target: model.Target, created_
                 shutil.copyfile(request.output, part)
         procs = [_start_worker(request, gpu, parts[gpu], claims, resume) for gpu in range(1, gpus)]
         try:
-            own = _tune_here(
-                dataclasses.replace(request, output=parts[0]), target, created_at, ClaimFolder(claims)
-            )
+            mine = dataclasses.replace(request, output=parts[0])
+            own = _tune_here(mine, target, created_at, ClaimFolder(claims), f"GPU {visible_device_id(0)}")
         finally:
             failed = [gpu for gpu, p in enumerate(procs, 1) if p.wait() != 0]
         merged = _merge_parts(parts, target, created_at, request.output)
@@ -163,6 +198,7 @@ def _start_worker(
     work = {
         "request": dataclasses.replace(request, output=part, resume=resume).to_json(),
         "claims": str(claims),
+        "gpu": f"GPU {visible_device_id(gpu)}",
     }
     spec.write_text(json.dumps(work))
     env = {**os.environ, "CUDA_VISIBLE_DEVICES": visible_device_id(gpu)}
@@ -179,7 +215,7 @@ def run_worker(spec: Path) -> int:
     interpret_without_gpu()
     work = json.loads(spec.read_text())
     request = TuneRequest.from_json(work["request"])
-    report = _tune_here(request, detect(), utc_now(), ClaimFolder(Path(work["claims"])))
+    report = _tune_here(request, detect(), utc_now(), ClaimFolder(Path(work["claims"])), work["gpu"])
     _report_path(request.output).write_text(json.dumps(dataclasses.asdict(report)))
     return 0
 
@@ -205,19 +241,9 @@ def _report_path(part: str) -> Path:
 def _worker_report(part: str) -> TuneReport:
     """What a worker wrote beside its part (nothing: it failed before the end, its entries still count)."""
     try:
-        return TuneReport(**json.loads(_report_path(part).read_text()))
+        return TuneReport.from_json(json.loads(_report_path(part).read_text()))
     except (OSError, ValueError, TypeError):
         return TuneReport()
-
-
-def visible_device_id(gpu: int) -> str:
-    """The device id a worker for this process's `gpu`-th visible GPU must see."""
-    visible = os.environ.get("CUDA_VISIBLE_DEVICES")
-    if visible:
-        ids = [v.strip() for v in visible.split(",") if v.strip()]
-        if gpu < len(ids):
-            return ids[gpu]
-    return str(gpu)
 
 
 if __name__ == "__main__":

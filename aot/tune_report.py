@@ -1,10 +1,12 @@
 """What a tune is asked to do (`TuneOptions`) and what it did (`TuneReport`, and `merge_reports` for a run
-shared by several processes or Dask tasks)."""
+shared by several processes or Dask tasks), with where each GPU's time went (`GpuTime`, `time_split`)."""
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Sequence
 from dataclasses import dataclass, field
+from typing import Any
 
 from tuned_kernels import model
 from tuned_kernels.decision import COMPILED_PREFIX
@@ -25,6 +27,7 @@ class TuneReport:
     cases: int = 0
     tuned: int = 0
     resumed: int = 0
+    same_key: int = 0  # cases left out: the same key as another case of the run
     other_kernel: int = 0  # cases whose op launches another family's kernel on this GPU (nothing to tune)
     configs_benchmarked: int = 0
     rejected: int = 0
@@ -39,6 +42,22 @@ class TuneReport:
     artifact_note: str = ""
     outputs: list[str] = field(default_factory=list)  # the results files written, where more than -o
     startup_seconds: float = 0.0  # of `seconds`, starting the engine that spreads the work (a Dask cluster)
+    launched_instead: dict[str, list[str]] = field(default_factory=dict)  # family -> kernels its op launched
+    gpus: list[GpuTime] = field(default_factory=list)  # each participant's time (one per GPU once merged)
+    time_split: list[dict[str, Any]] = field(default_factory=list)  # per GPU, over the run's wall time
+
+    def note_launched(self, family: str, kernel: str) -> None:
+        """A case of `family` whose op launches `kernel` here instead of the family's own."""
+        launched = self.launched_instead.setdefault(family, [])
+        if kernel not in launched:
+            launched.append(kernel)
+
+    @staticmethod
+    def from_json(data: dict[str, Any]) -> TuneReport:
+        """A report as `dataclasses.asdict` wrote it (by a worker process or a Dask task)."""
+        report = TuneReport(**{**data, "gpus": []})
+        report.gpus = [GpuTime(**g) for g in data.get("gpus", [])]
+        return report
 
     def add(self, family: str, entry: model.Entry) -> None:
         self.tuned += 1
@@ -82,6 +101,7 @@ def merge_reports(reports: Sequence[TuneReport], seconds: float) -> TuneReport:
         merged.cases = max(merged.cases, r.cases)
         merged.tuned += r.tuned
         merged.resumed += r.resumed
+        merged.same_key = max(merged.same_key, r.same_key)  # every participant left out the same cases
         merged.other_kernel += r.other_kernel
         merged.configs_benchmarked += r.configs_benchmarked
         merged.rejected += r.rejected
@@ -93,6 +113,9 @@ def merge_reports(reports: Sequence[TuneReport], seconds: float) -> TuneReport:
         merged.artifact_bytes += r.artifact_bytes
         for family, n in r.per_family.items():
             merged.per_family[family] = merged.per_family.get(family, 0) + n
+        for family, names in r.launched_instead.items():
+            merged.launched_instead[family] = sorted({*merged.launched_instead.get(family, []), *names})
+        merged.gpus += r.gpus
     notes = [r.artifact_note for r in reports if r.artifact_note]
     kept = merged.artifacts or any("kept," in n for n in notes)
     merged.artifact_note = merged.kept_said() if kept else (notes or [""])[0]
@@ -101,7 +124,64 @@ def merge_reports(reports: Sequence[TuneReport], seconds: float) -> TuneReport:
 
 @dataclass
 class TuneTimes:
-    """Seconds a run spent waiting for compiles (those not hidden behind measuring), and measuring."""
+    """Seconds a run spent waiting for compiles (those not hidden behind measuring), inside the
+    benchmarker, checking and timing configs in all, and probing keys."""
 
     compile: float = 0.0
     benchmark: float = 0.0
+    measure: float = 0.0
+    probe: float = 0.0
+
+
+@dataclass(frozen=True)
+class GpuTime:
+    """Where one participant's time went, on the GPU it tuned on. `began` and `ended` are wall-clock
+    (time.time()) instants, comparable across the processes of one host: its first key's start and its
+    last key's end."""
+
+    gpu: str
+    began: float
+    ended: float
+    keys: int = 0
+    probing: float = 0.0  # making a key's inputs and finding its key and configs
+    compiling: float = 0.0  # waiting for configs to compile, the GPU idle
+    measuring: float = 0.0  # checking and timing configs: the GPU at work
+
+
+def combined(times: Sequence[GpuTime]) -> list[GpuTime]:
+    """One `GpuTime` per GPU, of the participants (Dask tasks) that ran on it, in the order GPUs first
+    appear."""
+    by_gpu: dict[str, GpuTime] = {}
+    for t in times:
+        seen = by_gpu.get(t.gpu)
+        by_gpu[t.gpu] = t if seen is None else GpuTime(
+            t.gpu,
+            min(seen.began, t.began),
+            max(seen.ended, t.ended),
+            seen.keys + t.keys,
+            seen.probing + t.probing,
+            seen.compiling + t.compiling,
+            seen.measuring + t.measuring,
+        )  # fmt: skip
+    return list(by_gpu.values())
+
+
+def time_split(times: Sequence[GpuTime], started: float, ended: float) -> list[dict[str, Any]]:
+    """Each GPU's share of a run that went from `started` to `ended` (time.time()), in seconds: its
+    start-up (until its first key), probing, compiling (waited for), measuring, and waiting (the rest:
+    between keys and after its last until the run ended); `busy` is measuring over the time after its
+    start-up."""
+    split = []
+    for t in combined(times):
+        startup = max(0.0, t.began - started)
+        after = max(ended - started - startup, 1e-9)
+        waiting = max(0.0, after - t.probing - t.compiling - t.measuring)
+        split.append(
+            {
+                **dataclasses.asdict(t),
+                "startup": round(startup, 3),
+                "waiting": round(waiting, 3),
+                "busy": round(t.measuring / after, 4),
+            }
+        )
+    return split

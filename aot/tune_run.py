@@ -7,12 +7,12 @@ from __future__ import annotations
 import functools
 import time
 from collections.abc import Callable, Sequence
-from concurrent.futures import Future, ThreadPoolExecutor
+from concurrent.futures import ThreadPoolExecutor
 
 from tuned_kernels.aot.kinds import SearchingKernel, kind_of
 from tuned_kernels.aot.progress import ProgressEvent
-from tuned_kernels.aot.tune_report import TuneReport
-from tuned_kernels.aot.tuner import Tuner
+from tuned_kernels.aot.tune_report import GpuTime, TuneReport
+from tuned_kernels.aot.tuner import Compiling, Tuner
 from tuned_kernels.aot.work import (
     EVERY_ITEM,
     Claims,
@@ -21,6 +21,7 @@ from tuned_kernels.aot.work import (
     WorkItem,
     artifacts_apply,
     slot_of,
+    this_gpu,
 )
 
 from tuned_kernels import model
@@ -33,11 +34,12 @@ def tune(
     done: dict[model.EntrySlot, model.Entry],
     save: Callable[[dict[model.EntrySlot, model.Entry]], None],
     claims: Claims = EVERY_ITEM,
+    gpu: str = "",
 ) -> TuneReport:
     """Tunes `items` in order, skipping slots in `done` and items another process claimed; each new entry
     goes into `done` and `save`. While one key is measured, the next key's space compiles on the compile
-    threads."""
-    return TuneRun(tuner, items, done, claims).run(save)
+    threads. `gpu` names the device in the report's time split (default: the first one visible)."""
+    return TuneRun(tuner, items, done, claims, gpu).run(save)
 
 
 class TuneRun:
@@ -51,14 +53,18 @@ class TuneRun:
         items: Sequence[WorkItem],
         done: dict[model.EntrySlot, model.Entry],
         claims: Claims,
+        gpu: str = "",
     ) -> None:
         self.tuner, self.items, self.done, self.claims = tuner, items, done, claims
+        self.gpu = gpu or this_gpu(tuner.target)
+        self.began: float | None = None  # time.time() when its first key started
+        self.keys = 0
         self.report = TuneReport(cases=len(items))
         self.start = time.monotonic()
-        self.ahead: dict[int, tuple[model.EntrySlot, Probed, list[Future[None]]] | None] = {}
+        self.ahead: dict[int, tuple[model.EntrySlot, Probed, Compiling] | None] = {}
         self.other_kernel: set[int] = set()  # items whose op launches another family's kernel here
         self.searched: set[int] = set()  # items whose kernel searches its configs itself when the op runs
-        self.claimed: dict[int, bool] = {}
+        self.claimed = _Claimed(claims, len(items))
         jobs = max(1, tuner.options.jobs)
         self.compilers = ThreadPoolExecutor(jobs, thread_name_prefix="tuned-kernels-compile")
 
@@ -69,7 +75,12 @@ class TuneRun:
                 if budget is not None and time.monotonic() - self.start > budget:
                     self.report.stopped_early = True
                     break
-                if self.mine(n - 1) and self.tune_item(n, item):
+                if not self.claimed.mine(n - 1):
+                    continue
+                if self.began is None:
+                    self.began = time.time()
+                if self.tune_item(n, item):
+                    self.keys += 1
                     save(self.done)
         finally:
             self.compilers.shutdown(wait=False, cancel_futures=True)
@@ -80,17 +91,10 @@ class TuneRun:
         report.seconds = time.monotonic() - self.start
         report.compile_seconds, report.benchmark_seconds = times.compile, times.benchmark
         report.artifact_note = report.artifacts_said(options.artifacts, artifacts_apply(self.tuner.target))
+        now = time.time()
+        spent = (times.probe, times.compile, times.measure)
+        report.gpus = [GpuTime(self.gpu, self.began or now, now, self.keys, *spent)]
         return report
-
-    def mine(self, i: int) -> bool:
-        if i not in self.claimed:
-            self.claimed[i] = self.claims.take(i)
-        return self.claimed[i]
-
-    def next_mine(self, i: int) -> int:
-        while i < len(self.items) and not self.mine(i):
-            i += 1
-        return i
 
     def prepare(self, i: int) -> None:
         """Probes item i's key and starts compiling its space; `ahead[i]` is None for an item tuned earlier."""
@@ -101,17 +105,20 @@ class TuneRun:
         if kind_of(item.family.kernel).searches_itself:  # its key is known once the op runs
             self.searched.add(i)
             return
+        t0 = time.monotonic()
         try:  # no inputs made for keys finished earlier or another family's: probed on `meta` first
             if self.tuner.slot_on_meta(item) in self.done:
                 return
             probed = self.tuner.key_of(item)
-        except LaunchesAnother:
+            slot = slot_of(item, probed)
+            if slot not in self.done and all(a is None or a[0] != slot for a in self.ahead.values()):
+                compiling = self.tuner.start_compiling(self.compilers, item.family.kernel, probed[1])
+                self.ahead[i] = (slot, probed, compiling)
+        except LaunchesAnother as exc:
             self.other_kernel.add(i)
-            return
-        slot = slot_of(item, probed)
-        if slot not in self.done:
-            compiling = self.tuner.start_compiling(self.compilers, item.family.kernel, probed[1])
-            self.ahead[i] = (slot, probed, compiling)
+            self.report.note_launched(item.family.name, exc.launched)
+        finally:
+            self.tuner.times.probe += time.monotonic() - t0
 
     def tune_item(self, n: int, item: WorkItem) -> bool:
         """Tunes item n (1-based) into `done`; False when there was nothing new to keep."""
@@ -128,19 +135,19 @@ class TuneRun:
             self.progress(n, item, summary="done earlier, skipped")
             return False
         slot, probed, compiling = prepared
-        self.prepare(self.next_mine(n))  # the next key's space compiles while this one is measured
-        t0 = time.monotonic()
-        for job in compiling:
-            job.result()
-        self.tuner.times.compile += time.monotonic() - t0
-        t0 = time.monotonic()
+        self.prepare(self.claimed.next_mine(n))  # the next key's space compiles while this one is measured
+        times = self.tuner.times
+        t0, waited = time.monotonic(), times.compile
         try:
             with kind_of(item.family.kernel).measuring(self.done.values()):
-                entry = self.tuner.tune_case(item, probed, functools.partial(self.progress, n, item))
+                on_config = functools.partial(self.progress, n, item)
+                entry = self.tuner.tune_case(item, probed, on_config, compiling)
         except NoValidConfig as exc:
             self.report.failed.append(str(exc))
             self.progress(n, item, summary=f"FAILED: {exc}")
             return False
+        finally:  # the compiles it waited for inside are the GPU idle, not measuring
+            times.measure += time.monotonic() - t0 - (times.compile - waited)
         self.done[slot] = entry
         self.report.add(item.family.name, entry)
         summary = (
@@ -154,7 +161,7 @@ class TuneRun:
     def tune_searched(self, n: int, item: WorkItem) -> bool:
         """Tunes item n, whose kernel searches its configs itself, into `done`; False when there was nothing
         new to keep."""
-        self.prepare(self.next_mine(n))
+        self.prepare(self.claimed.next_mine(n))
         t0 = time.monotonic()
         try:
             entries = SearchingKernel().tune_by_its_search(self.tuner, item, self.done)
@@ -162,6 +169,8 @@ class TuneRun:
             self.report.failed.append(str(exc))
             self.progress(n, item, summary=f"FAILED: {exc}")
             return False
+        finally:
+            self.tuner.times.measure += time.monotonic() - t0
         if not entries:
             self.report.resumed += 1
             self.progress(n, item, summary="nothing searched (done earlier, or its config set), skipped")
@@ -177,16 +186,28 @@ class TuneRun:
         self.progress(n, item, summary=summary)
         return True
 
-    def progress(
-        self,
-        n: int,
-        item: WorkItem,
-        configs_done: int = 0,
-        configs_total: int = 0,
-        best: str | None = None,
-        best_ms: float | None = None,
-        summary: str | None = None,
-    ) -> None:
+    def progress(self, n: int, item: WorkItem, configs_done: int = 0, configs_total: int = 0,
+                 best: str | None = None, best_ms: float | None = None,
+                 summary: str | None = None) -> None:  # fmt: skip
         where = (n, len(self.items), item.family.name, item.case.id)
         measured = (configs_done, configs_total, best, best_ms)
         self.tuner.on_progress(ProgressEvent(*where, *measured, time.monotonic() - self.start, summary))
+
+
+class _Claimed:
+    """Which of a run's items are this process's, each asked of the claims once."""
+
+    def __init__(self, claims: Claims, items: int) -> None:
+        self.claims, self.items = claims, items
+        self.answers: dict[int, bool] = {}
+
+    def mine(self, i: int) -> bool:
+        if i not in self.answers:
+            self.answers[i] = self.claims.take(i)
+        return self.answers[i]
+
+    def next_mine(self, i: int) -> int:
+        """The first of items i, i+1, ... that is this process's (the item count when none is)."""
+        while i < self.items and not self.mine(i):
+            i += 1
+        return i

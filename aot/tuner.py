@@ -10,8 +10,8 @@ valid file and `resume` skips finished keys.
 from __future__ import annotations
 
 import time
-from collections.abc import Callable, Sequence
-from concurrent.futures import Future, ThreadPoolExecutor
+from collections.abc import Callable, Iterator, Mapping, Sequence
+from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
 from typing import Any
 
 from tuned_kernels.aot.corpus import Case, KernelFamily
@@ -38,6 +38,7 @@ from tuned_kernels.triton_edge.launch import LaunchesAnother, config_space, forc
 from tuned_kernels.triton_edge.measuring import submit_compiles
 
 OnConfig = Callable[[int, int, "str | None", "float | None"], None]
+Compiling = Mapping[model.Config, "Future[None]"]  # each config of a key's space, compiling in the background
 KEEP_TIMINGS = 5  # the winner and the next best few
 
 
@@ -69,20 +70,19 @@ class Tuner:
         return key, named, inputs
 
     def slot_on_meta(self, item: WorkItem) -> model.EntrySlot | None:
-        """The item's slot probed with inputs on torch's `meta` device (shapes, no data); None when the
-        family cannot make its inputs there; raises `LaunchesAnother` as a real probe would."""
-        try:
-            inputs = item.family.make_inputs(item.case, "meta", self.generator(0))
-            key, named = probe_key(item.family.kernel, lambda: item.family.run(inputs))
-        except LaunchesAnother:
-            raise
-        except Exception:  # a user corpus need not support meta inputs: the real probe decides
-            return None
-        return slot_of(item, (key, named, inputs))
+        """`slot_on_meta(item)`, with this tune's generator."""
+        return slot_on_meta(item, self.generator(0))
 
-    def tune_case(self, item: WorkItem, probed: Probed, on_config: OnConfig = lambda *_: None) -> model.Entry:
+    def tune_case(
+        self,
+        item: WorkItem,
+        probed: Probed,
+        on_config: OnConfig = lambda *_: None,
+        compiling: Compiling | None = None,
+    ) -> model.Entry:
         """Measures and checks `item`'s configs; `on_config` hears (configs done, configs in the space, best
-        so far described, its time) after each one."""
+        so far described, its time) after each one. Configs still `compiling` are measured as their compiles
+        finish, the first while the others still compile."""
         family, kernel = item.family, item.family.kernel
         key, named, bench_inputs = probed
         check_inputs = family.make_inputs(item.case, self.device, self.generator(CHECK_SEED_OFFSET))
@@ -119,7 +119,7 @@ class Tuner:
             rejected.append(model.Rejection(config, reason))
             return None
 
-        measured, found_by = searched(self, family, item.case, key, list(space), measure)
+        measured, found_by = searched(self, family, item.case, key, list(space), measure, compiling or {})
         ranked = sorted((t, repr(c), c) for c, t in measured.items() if t is not None)
         if not ranked:
             raise NoValidConfig(
@@ -155,23 +155,68 @@ class Tuner:
             found.append(artifact)
         return tuple(found)
 
-    def start_compiling(
-        self, pool: ThreadPoolExecutor, kernel: Any, named: dict[str, Any]
-    ) -> list[Future[None]]:
+    def start_compiling(self, pool: ThreadPoolExecutor, kernel: Any, named: dict[str, Any]) -> Compiling:
         """Compiles every config of the space on `pool` in the background (the measuring engine a miss uses
         too), so a key's space compiles while the key before it is measured. Failures are left for
         `measure` to record."""
         if self.options.jobs <= 1 or self.target.arch == "cpu":
-            return []
+            return {}
         # pruned here, on the calling thread: pruning uses the autotuner's own state
         space = [config_from_triton(c) for c in config_space(kernel, named)]
-        return submit_compiles(pool, kernel, named, space)
+        return dict(zip(space, submit_compiles(pool, kernel, named, space), strict=False))
+
+    def compiled_first(self, configs: Sequence[model.Config], compiling: Compiling) -> Iterator[model.Config]:
+        """`configs` in the order they become ready to measure: those not compiling here at once, then the
+        others as their compiles finish (in `configs`' order among those finishing together); the time spent
+        waiting counts as compiling."""
+        pending = {compiling[c]: c for c in configs if c in compiling}
+        yield from (c for c in configs if c not in compiling)
+        while pending:
+            t0 = time.monotonic()
+            finished, _ = wait(pending, return_when=FIRST_COMPLETED)
+            self.times.compile += time.monotonic() - t0
+            for config in [c for c in configs if compiling.get(c) in finished]:
+                del pending[compiling[config]]
+                yield config
 
     def generator(self, offset: int) -> Any:
         """A torch generator seeded for this tune's inputs, `offset` apart."""
         import torch
 
         return torch.Generator().manual_seed(self.options.seed + offset)
+
+
+def slot_on_meta(item: WorkItem, generator: Any = None) -> model.EntrySlot | None:
+    """The item's slot probed with inputs on torch's `meta` device (shapes, no data); None when the family
+    cannot make its inputs there; raises `LaunchesAnother` as a real probe would."""
+    if generator is None:
+        import torch
+
+        generator = torch.Generator().manual_seed(0)
+    try:
+        inputs = item.family.make_inputs(item.case, "meta", generator)
+        key, named = probe_key(item.family.kernel, lambda: item.family.run(inputs))
+    except LaunchesAnother:
+        raise
+    except Exception:  # a user corpus need not support meta inputs: the real probe decides
+        return None
+    return slot_of(item, (key, named, inputs))
+
+
+def distinct_keys(items: Sequence[WorkItem]) -> list[int]:
+    """The indices of `items` to tune: those whose key (probed on `meta`) no earlier item has. Cases of a
+    family that differ only outside the kernel's key (rows of a row-wise kernel keyed on the row length)
+    are one key to tune, which processes sharing a run's items would otherwise each tune."""
+    kept, seen = [], set()
+    for i, item in enumerate(items):
+        try:
+            slot = slot_on_meta(item)
+        except LaunchesAnother:
+            slot = None  # the real probe says so, once
+        if slot is None or slot not in seen:
+            seen.add(slot)
+            kept.append(i)
+    return kept
 
 
 def searched(
@@ -181,12 +226,15 @@ def searched(
     key: model.TuningKey,
     space: list[model.Config],
     measure: Callable[[model.Config], float | None],
+    compiling: Compiling,
 ) -> tuple[dict[model.Config, float | None], model.FoundBy]:
-    """The configs of `space` measured by the tune's strategy: every one, or seeded (the winners of nearby
-    keys and the family's heuristic seeds first, stopping early)."""
+    """The configs of `space` measured by the tune's strategy: every one (in the order their compiles
+    finish), or seeded (the winners of nearby keys and the family's heuristic seeds first, stopping early,
+    once every compile finished)."""
     if tuner.options.strategy == "seeded":
+        list(tuner.compiled_first(space, compiling))
         name = kernel_identity(family.kernel).name
         earlier = [e for e in tuner.seeds_from if e.kernel.name == name]
         seeds = seeds_for(tuner.target, family.name, case, key, space, earlier)
         return search.seeded(space, seeds, measure), model.FoundBy.SEEDED
-    return search.exhaustive(space, measure), model.FoundBy.EXHAUSTIVE
+    return search.exhaustive(tuner.compiled_first(space, compiling), measure), model.FoundBy.EXHAUSTIVE

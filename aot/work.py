@@ -3,6 +3,8 @@ which of them this process takes (`Claims`), and how a config's output is judged
 
 from __future__ import annotations
 
+import math
+import os
 from dataclasses import dataclass
 from typing import Any, Protocol
 
@@ -26,6 +28,28 @@ def work_items(corpus: Corpus, shape_set: str, shard: tuple[int, int]) -> list[W
     items = [WorkItem(f, c) for f in corpus for c in f.cases(shape_set)]
     index, count = shard
     return [item for i, item in enumerate(items) if i % count == index]
+
+
+def problem_size(case: Case) -> float:
+    """The product of a case's numbers (its problem size, as far as its parameters tell)."""
+    numbers = [v for _, v in case.params if isinstance(v, int) and not isinstance(v, bool) and v > 0]
+    return float(math.prod(numbers))
+
+
+def this_gpu(target: model.Target) -> str:
+    """This process's device as a time split names it: `cpu`, or `GPU <id>` by the id CUDA_VISIBLE_DEVICES
+    gives the first visible GPU."""
+    return "cpu" if target.arch == "cpu" else f"GPU {visible_device_id(0)}"
+
+
+def visible_device_id(gpu: int) -> str:
+    """The device id a process for this process's `gpu`-th visible GPU must see."""
+    visible = os.environ.get("CUDA_VISIBLE_DEVICES")
+    if visible:
+        ids = [v.strip() for v in visible.split(",") if v.strip()]
+        if gpu < len(ids):
+            return ids[gpu]
+    return str(gpu)
 
 
 class Claims(Protocol):

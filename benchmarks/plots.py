@@ -5,6 +5,8 @@
 cold-start.svg: seconds to run the 8-key workload in a fresh process, per cache state (median of the runs).
 matmul-vs-cublas.svg: per full-matmul key, the Triton matmul's and ops.matmul's time over cuBLAS's
 (kernel alone; below 1 is faster than cuBLAS).
+tuning-speedup.svg (with --speedup FILE): one fixed set of keys tuned to the end on 1, 2 and 4 GPUs, the
+speed-up over one GPU by tune's own workers and by Dask, with the ideal line.
 """
 
 from __future__ import annotations
@@ -114,6 +116,47 @@ def matmul_vs_cublas(results: dict[str, Any]) -> str:
     return _svg(body, "Matmul vs cuBLAS per key, time (below 1: faster than cuBLAS)")
 
 
+def tuning_speedup(results: dict[str, Any]) -> str:
+    """Speed-up over one GPU against GPUs, tune's own workers and Dask, and the ideal line."""
+    rows, env = results["speedup"], results["environment"]
+    one = next(r["wall_s"] for r in rows.values() if r["gpus"] == 1)
+    top = max(r["gpus"] for r in rows.values())
+    plot_w, plot_h = WIDTH - LEFT - 200, HEIGHT - BOTTOM - TOP
+
+    def xy(gpus: float, speed: float) -> tuple[float, float]:
+        return LEFT + (gpus - 1) / (top - 1) * plot_w, TOP + plot_h - (speed - 1) / (top - 1) * plot_h
+
+    body = [_axis(plot_h)]
+    for g in range(1, top + 1):
+        x, y = xy(g, g)
+        body.append(f'<line x1="{LEFT}" x2="{LEFT + plot_w}" y1="{y:.1f}" y2="{y:.1f}" stroke="#ddd"/>')
+        body.append(f'<text x="{LEFT - 6}" y="{y + 4:.1f}" text-anchor="end">{g}x</text>')
+        body.append(f'<text x="{x:.1f}" y="{TOP + plot_h + 16}" text-anchor="middle">{g}</text>')
+    (x0, y0), (x1, y1) = xy(1, 1), xy(top, top)
+    body.append(f'<line x1="{x0}" y1="{y0}" x2="{x1}" y2="{y1}" stroke="#888" stroke-dasharray="5,4"/>')
+    lines = [("tune", "tune's own workers", COLORS["triton"]), ("dask", "--dask local", COLORS["ops"])]
+    for i, (via, name, color) in enumerate(lines):
+        many = [r for r in rows.values() if r["via"] == via and r["gpus"] > 1]
+        points = [(1, 1.0), *sorted((r["gpus"], one / r["wall_s"]) for r in many)]
+        path = " ".join(f"{x:.1f},{y:.1f}" for x, y in (xy(g, v) for g, v in points))
+        body.append(f'<polyline points="{path}" fill="none" stroke="{color}" stroke-width="2"/>')
+        for g, v in points[1:]:
+            x, y = xy(g, v)
+            body.append(f'<circle cx="{x:.1f}" cy="{y:.1f}" r="3.5" fill="{color}"/>')
+            body.append(f'<text x="{x + 8:.1f}" y="{y + (14 if via == "dask" else -6):.1f}">{v:.2f}x</text>')
+        body.append(f'<circle cx="{LEFT + plot_w + 30}" cy="{TOP + 20 + i * 20}" r="4" fill="{color}"/>')
+        body.append(f'<text x="{LEFT + plot_w + 40}" y="{TOP + 24 + i * 20}">{escape(name)}</text>')
+    body.append(f'<text x="{LEFT + plot_w + 40}" y="{TOP + 64}">- - ideal</text>')
+    body.append(f'<text x="{LEFT + plot_w / 2}" y="{TOP + plot_h + 34}" text-anchor="middle">GPUs</text>')
+    body.append(
+        f'<text x="14" y="{TOP + plot_h / 2}" transform="rotate(-90 14 {TOP + plot_h / 2})" '
+        'text-anchor="middle">speed-up over 1 GPU</text>'
+    )
+    keys = len(next(iter(rows.values()))["winners"])
+    body.append(_footer(env, f"{keys} full keys tuned to the end, wall time with start-up"))
+    return _svg(body, "Tuning one set of keys on more GPUs of one machine")
+
+
 def _axis(plot_h: float) -> str:
     return f'<line x1="{LEFT}" x2="{LEFT}" y1="{TOP}" y2="{TOP + plot_h}" stroke="black"/>'
 
@@ -134,9 +177,12 @@ def main() -> None:
     parser.add_argument(
         "-o", "--output", default=str(Path(__file__).parent / "plots"), help="folder for the SVGs"
     )
+    parser.add_argument("--speedup", help="a benchmarks/run.py result with the speedup step")
     args = parser.parse_args()
     out = Path(args.output)
     out.mkdir(parents=True, exist_ok=True)
+    if args.speedup:
+        (out / "tuning-speedup.svg").write_text(tuning_speedup(json.loads(Path(args.speedup).read_text())))
     (out / "cold-start.svg").write_text(cold_start(json.loads(Path(args.cold).read_text())))
     (out / "matmul-vs-cublas.svg").write_text(matmul_vs_cublas(json.loads(Path(args.matmul).read_text())))
     print(f"wrote {out / 'cold-start.svg'} and {out / 'matmul-vs-cublas.svg'}")

@@ -15,6 +15,10 @@ Steps (each a fresh process where start-up is measured; ratios from one run):
   dask     --dask-kernels' full keys for --scaling-budget seconds on every visible GPU, tune's own workers
            vs `--dask local` (a Dask worker per GPU): keys per second of each and Dask's cost per key; with a
            budget both finish within, the same keys (`--steps dask`)
+  speedup  benchmarks/speedup_corpus.py's 62 full keys tuned to the end, no budget, for each of
+           --speedup-runs (1, 2, 2d, 4, 4d: that many GPUs, d through `--dask local`): wall time with
+           start-up, each GPU's time split and the winners against the 1-GPU run's (`--steps speedup`;
+           split the runs over calls and merge the files with --table-from)
   programs real programs (ours, fla-core's norm, liger-kernel's DyT and SwiGLU): whole process with no
            caches / Triton's warm caches / only the bundle `tuned-kernels capture` made, with and without
            the warm-up (TUNED_KERNELS_WARMUP=0), fresh processes, alternating, with kernels compiled counted
@@ -81,6 +85,8 @@ def run_step(bench: Bench, step: str, args: argparse.Namespace) -> None:
         scaling.run(bench, args.scaling_budget)
     elif step == "dask":
         scaling.dask(bench, args.scaling_budget, args.dask_kernels.split(","))
+    elif step == "speedup":
+        scaling.speedup(bench, args.speedup_runs.split(","))
     elif step in tune.MATMUL_TUNES:
         tune.matmul_tune(bench, tune.MATMUL_TUNES[step])
     elif step == "quality":
@@ -97,7 +103,9 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0] if __doc__ else None)
     parser.add_argument("--json", default=None, help="write the full results here (after every step)")
     parser.add_argument(
-        "--steps", default=",".join(ALL_STEPS), help=f"comma-separated: {', '.join(ALL_STEPS)}, scaling, dask"
+        "--steps",
+        default=",".join(ALL_STEPS),
+        help=f"comma-separated: {', '.join(ALL_STEPS)}, scaling, dask, speedup",
     )
     parser.add_argument("--repeats", type=int, default=3)
     parser.add_argument(
@@ -105,6 +113,9 @@ def main() -> None:
     )
     parser.add_argument(
         "--dask-kernels", default="matmul,matmul_skinny,matmul_tma", help="the families tuned (dask)"
+    )
+    parser.add_argument(
+        "--speedup-runs", default="1,2,2d,4,4d", help="GPUs per run, d: through --dask local (speedup)"
     )
     parser.add_argument("--models", default="mlp,llama", help="torch.compile models (inductor)")
     parser.add_argument(

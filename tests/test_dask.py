@@ -105,6 +105,12 @@ def test_two_workers_tune_every_key_once_as_one_process_would(tmp_path: Path) ->
         assert dict(entry.best.kwargs)["BLOCK"] in (16, 32, 64) and entry.best.num_warps in (1, 2)
     assert read_results(spread).header.compiler == read_results(alone).header.compiler
     assert read_results(spread).header.target == read_results(alone).header.target
+    split = {gpu["gpu"]: gpu for gpu in report["time_split"]}  # where each worker's time went
+    assert set(split) == {"gpu0", "gpu1"} and sum(gpu["keys"] for gpu in split.values()) == KEYS
+    parts = ("startup", "probing", "compiling", "measuring", "waiting")
+    for gpu in split.values():
+        assert sum(gpu[p] for p in parts) == pytest.approx(report["seconds"], abs=0.05)
+        assert gpu["startup"] >= report["startup_seconds"] > 0 and 0 < gpu["busy"] <= 1
 
 
 def test_no_key_starts_after_the_time_budget_and_what_finished_is_kept(tmp_path: Path) -> None:
@@ -194,14 +200,23 @@ def test_workers_of_another_compiler_get_their_own_file(tmp_path: Path, mixed_cl
 
 
 @pytest.mark.parametrize(
-    ("items", "workers", "size"), [(6, 2, 1), (250, 1, 4), (250, 8, 4), (40, 4, 2), (3, 1, 1)]
+    ("items", "workers", "sizes"),
+    [
+        (6, 2, [1] * 6),
+        (40, 4, [4] * 3 + [3] * 2 + [2] * 4 + [1] * 14),
+        (60, 4, [4] * 8 + [3] * 2 + [2] * 4 + [1] * 14),  # 4 GPUs: the last 14 keys one a task
+        (250, 8, [4] * 47 + [3] * 5 + [2] * 8 + [1] * 31),
+        (3, 1, [1] * 3),
+    ],
 )
-def test_a_task_tunes_up_to_four_consecutive_keys_while_every_worker_gets_four_tasks(
-    items: int, workers: int, size: int
+def test_tasks_hold_up_to_four_consecutive_keys_and_single_keys_at_the_end(
+    items: int, workers: int, sizes: list[int]
 ) -> None:
-    from tuned_kernels.aot.dask_tune import chunk_size
+    from tuned_kernels.aot.dask_tune import chunked
 
-    assert chunk_size(items, workers) == size
+    chunks = chunked(range(items), workers)
+    assert [len(c) for c in chunks] == sizes
+    assert [i for c in chunks for i in c] == list(range(items))  # every key once, in order
 
 
 def test_implementation_choices_are_tuned_after_the_kernels_they_choose_between(tmp_path: Path) -> None:
@@ -220,3 +235,15 @@ def test_implementation_choices_are_tuned_after_the_kernels_they_choose_between(
     ]
     assert "matmul_impl" in families and "matmul" in families, done.stderr[-2000:]
     assert families.index("matmul_impl") > max(i for i, f in enumerate(families) if f == "matmul")
+
+
+def test_a_family_whose_op_launches_another_familys_kernel_is_refused_on_a_cluster_too(
+    tmp_path: Path,
+) -> None:
+    command = tune_command("--kernels", "matmul_tma", "--dask", "local:1", "-o", "r.pb")
+    done = subprocess.run(command, capture_output=True, text=True, cwd=tmp_path, timeout=300)
+    assert done.returncode == 1, done.stderr[-3000:]
+    assert [line for line in done.stderr.splitlines() if line.startswith("tuned-kernels:")] == [
+        "tuned-kernels: --kernels matmul_tma tuned nothing: on this machine its op launches matmul_kernel "
+        "(family matmul) instead; tune --kernels matmul"
+    ]

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import dataclasses
 import io
+import json
 import subprocess
 import sys
 from collections.abc import Callable
@@ -309,6 +310,10 @@ def test_participants_share_every_key_once_and_the_report_adds_up_all_of_them(
     assert report.configs_benchmarked == sum(e.configs_benchmarked for e in entries) > 0
     assert report.benchmark_seconds > 0
     assert capfd.readouterr().out == ""  # the workers' summaries went to stderr
+    gpus = {t.gpu: t for t in report.gpus}  # each participant's time, named by the GPU it was given
+    assert set(gpus) == {f"GPU {i}" for i in range(participants)}
+    assert sum(t.keys for t in gpus.values()) == 4
+    assert all(t.measuring > 0 for t in gpus.values() if t.keys)
 
 
 def test_merged_report_adds_up_participants() -> None:
@@ -323,3 +328,113 @@ def test_merged_report_adds_up_participants() -> None:
     merged = merge_reports([one, two], seconds=2.0)
     assert (merged.tuned, merged.configs_benchmarked, merged.compile_seconds) == (4, 28, 1.5)
     assert merged.artifact_note == "4 compiled kernels kept, 40 bytes" and merged.seconds == 2.0
+
+
+def test_tune_says_where_each_gpus_time_went_adding_up_to_the_run(tmp_path: Path) -> None:
+    run = subprocess.run(
+        [sys.executable, "-m", "tuned_kernels", "tune", "--corpus", PLANTED, "-o", "r.pb", "--json"],
+        capture_output=True, text=True, cwd=tmp_path, timeout=300,
+    )  # fmt: skip
+    assert run.returncode == 0, run.stderr
+    report = json.loads(run.stdout)
+    [split] = report["time_split"]
+    assert (split["gpu"], split["keys"]) == ("cpu", 4)
+    parts = ("startup", "probing", "compiling", "measuring", "waiting")
+    assert sum(split[p] for p in parts) == pytest.approx(report["seconds"], abs=0.05)
+    assert split["measuring"] > 0 and 0 < split["busy"] <= 1
+
+
+def test_a_family_whose_op_launches_another_familys_kernel_here_is_refused_naming_that_family(
+    tmp_path: Path,
+) -> None:
+    """On the cpu target the matmul op runs the tile kernel (`matmul`), never the copy-engine one: asked
+    for `matmul_tma` alone, tune tunes nothing and says which family to ask for (on a Hopper GPU the
+    other way round)."""
+    from tuned_kernels.aot.tune_command import TuneRequest, tuned_nothing
+    from tuned_kernels.aot.tune_report import TuneReport
+
+    run = subprocess.run(
+        [sys.executable, "-m", "tuned_kernels", "tune", "--kernels", "matmul_tma", "-o", "r.pb"],
+        capture_output=True, text=True, cwd=tmp_path, timeout=300,
+    )  # fmt: skip
+    assert run.returncode == 1
+    said = [line for line in run.stderr.splitlines() if line.startswith("tuned-kernels:")]
+    assert said == [
+        "tuned-kernels: --kernels matmul_tma tuned nothing: on this machine its op launches matmul_kernel "
+        "(family matmul) instead; tune --kernels matmul"
+    ]
+    asked = TuneRequest("both.pb", kernels=("matmul", "matmul_tma"))  # the op's other family asked for too
+    report = TuneReport(per_family={"matmul": 1}, launched_instead={"matmul_tma": ["matmul_kernel"]})
+    assert tuned_nothing(report, asked) == []
+
+
+@pytest.mark.parametrize(
+    ("families", "order"),
+    [
+        # (name, configs, cases): most configs first, then the largest case; choices last
+        ([("small", 4, (1, 8)), ("big", 16, (2,))], ["big:2", "small:8", "small:1"]),
+        ([("choice", 2, (9,)), ("k", 1, (1,))], ["k:1", "choice:9"]),
+        ([("a", 3, (5,)), ("b", 3, (5,))], ["a:5", "b:5"]),  # ties keep the corpus's order
+    ],
+)
+def test_keys_are_tuned_longest_first_and_implementation_choices_last(
+    families: list[tuple[str, int, tuple[int, ...]]], order: list[str]
+) -> None:
+    from tuned_kernels.aot.corpus import KernelFamily
+    from tuned_kernels.aot.kinds import longest_first
+
+    from tuned_kernels.choice import ImplementationChoice
+
+    class Kernel:
+        def __init__(self, configs: int) -> None:
+            self.configs = [object()] * configs
+
+    def family(name: str, configs: int, sizes: tuple[int, ...]) -> KernelFamily:
+        kernel = (
+            ImplementationChoice(lambda x: None, {"x": lambda x: None, "y": lambda x: None}, key=["x"])
+            if name == "choice"
+            else Kernel(configs)
+        )
+        cases = [Case.of(n=n, dtype="float16") for n in sizes]
+        return KernelFamily(name, kernel, lambda *_: {}, lambda _: None, lambda _: None, (0, 0), {"s": cases})
+
+    items = work_items([family(*f) for f in families], "s", (0, 1))
+    assert [f"{i.family.name}:{i.case['n']}" for i in longest_first(items)] == order
+
+
+def test_a_keys_configs_are_measured_as_their_compiles_finish() -> None:
+    from concurrent.futures import Future
+
+    tuner = Tuner(target_for_arch("cpu"), "cpu", lambda fn: 1.0, TuneOptions())
+    configs = [model.Config.of({"BLOCK": b}) for b in (16, 32, 64, 128)]
+    compiling: dict[model.Config, Future[None]] = {c: Future() for c in configs[1:]}  # 16: not compiled here
+    order = tuner.compiled_first(configs, compiling)
+    assert next(order) == configs[0]
+    compiling[configs[3]].set_result(None)
+    assert next(order) == configs[3]  # the first to finish, not the first in the space
+    compiling[configs[1]].set_result(None)
+    compiling[configs[2]].set_result(None)
+    assert list(order) == configs[1:3]
+
+
+def test_cases_of_one_key_are_tuned_once_however_many_gpus_share_the_run(tmp_path: Path) -> None:
+    """Cases that differ only outside the kernel's key (here a tag the op ignores) are one key: left out
+    before the run is shared, so no two participants tune it."""
+    from tuned_kernels.aot.tune_command import TuneRequest, _run_workers
+    from tuned_kernels.aot.tuner import distinct_keys
+
+    corpus = tmp_path / "tagged.py"
+    corpus.write_text(
+        "import dataclasses, sys\n"
+        f"sys.path.insert(0, {str(Path(__file__).parent / 'corpora')!r})\n"
+        "from dask_corpus import CORPUS as DOUBLING\n"
+        "from tuned_kernels.aot.corpus import Case\n"
+        "CASES = [Case.of(n=n, tag=t) for n in (100, 300) for t in (1, 2, 3)]\n"
+        "CORPUS = [dataclasses.replace(DOUBLING[0], shapes={'quick': CASES})]\n"
+    )
+    items = work_items(load_corpus(str(corpus)), "quick", (0, 1))
+    assert distinct_keys(items) == [0, 3]  # n=100 and n=300, each once
+    request = TuneRequest(output=str(tmp_path / "r.pb"), corpus=str(corpus), options=TuneOptions(jobs=1))
+    report = _run_workers(request, 2, target_for_arch("cpu"), "2026-11-22T00:00:00Z")
+    assert (report.tuned, report.same_key, report.resumed) == (2, 4, 0)
+    assert sorted(e.key[0] for e in read_results(tmp_path / "r.pb").entries) == [100, 300]

@@ -8,7 +8,7 @@ neighbour improves, so good seeds make the search much shorter without constrain
 from __future__ import annotations
 
 import math
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import TypeVar
 
 from tuned_kernels.model import Config
@@ -48,7 +48,7 @@ def neighbours(config: Config, space: Sequence[Config]) -> list[Config]:
     return found
 
 
-def exhaustive(space: Sequence[Config], measure: Measure) -> dict[Config, float | None]:
+def exhaustive(space: Iterable[Config], measure: Measure) -> dict[Config, float | None]:
     return {config: measure(config) for config in space}
 
 

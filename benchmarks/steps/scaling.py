@@ -1,16 +1,57 @@
-"""The `scaling` and `dask` steps: the full matmul keys under a time budget on one GPU and on every GPU,
-and by tune's own workers vs a local Dask cluster; their verdicts."""
+"""The `speedup` step: one fixed set of full keys tuned to the end on 1, 2 and 4 GPUs of one machine, by
+tune's own workers and by a local Dask cluster (wall time with start-up, each GPU's time split, the
+winners); and the earlier `scaling` and `dask` steps (keys reached under a time budget). Their verdicts."""
 
 from __future__ import annotations
 
 import json
 from collections.abc import Sequence
+from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from bench import Bench
 
 if TYPE_CHECKING:
     from table import Table
+
+
+SPEEDUP_CORPUS = str(Path(__file__).parent.parent / "speedup_corpus.py")
+GOALS = {2: 1.8, 4: 3.6}  # speed-up over one GPU
+BUSY_GOAL = 0.90  # each GPU's measuring over its time after start-up
+
+
+def speedup(bench: Bench, runs: Sequence[str], corpus: str = SPEEDUP_CORPUS) -> None:
+    """`runs` (`1`, `2`, `2d`, `4`, `4d`: GPUs, `d` through `--dask local`) of the full keys of `corpus`
+    with no budget, each in fresh caches on the first GPUs of the machine; rows saved as each finishes."""
+    rows = bench.report.setdefault("speedup", {})
+    for run in runs:
+        gpus, dask = int(run.rstrip("d")), run.endswith("d")
+        output = bench.work / f"speedup-{run}.pb"
+        argv = ["tune", "--shapes", "full", "--corpus", corpus, "-o", str(output), "--json"]
+        argv += ["--dask", "local"] if dask else []
+        env = bench.env(CUDA_VISIBLE_DEVICES=",".join(map(str, range(gpus))))
+        wall, text = bench.tool(argv, env)
+        label = f"{gpus} GPU{'s' if gpus > 1 else ''}, {'Dask' if dask else 'tune'}"
+        rows[label] = {
+            **json.loads(text), "gpus": gpus, "via": "dask" if dask else "tune", "wall_s": wall,
+            "corpus": Path(corpus).name, "winners": winners(output),
+        }  # fmt: skip
+        bench.save()
+        print(f"{label}: {rows[label]['tuned']} keys in {wall:.1f} s", flush=True)
+
+
+def winners(path: Path) -> dict[str, dict[str, Any]]:
+    """Each key's winner in a results file, with the times of the configs it timed best."""
+    from tuned_kernels.results import read_results
+
+    return {
+        f"{e.kernel.name} {e.key}": {
+            "best": e.best.describe(),
+            "ms": e.best_time_ms,
+            "timings": {t.config.describe(): t.time_ms for t in e.timings},
+        }
+        for e in read_results(path).entries
+    }
 
 
 def run(bench: Bench, budget_s: float) -> None:
@@ -43,7 +84,67 @@ def dask(bench: Bench, budget_s: float, kernels: Sequence[str]) -> None:
     bench.report["dask"] = rows
 
 
+def speedup_verdicts(rows: dict[str, Any], t: Table) -> None:
+    """Per multi-GPU row: the speed-up over the one-GPU row (start-up included), each GPU's busy share,
+    and its winners against the one-GPU run's."""
+    [one] = [row for row in rows.values() if row["gpus"] == 1]
+    keys = len(one["winners"])
+    for label, row in rows.items():
+        if row["gpus"] == 1:
+            continue
+        n, goal = row["gpus"], GOALS.get(row["gpus"], 0.9 * row["gpus"])
+        ratio = one["wall_s"] / row["wall_s"]
+        complete = row["tuned"] == one["tuned"] == keys and not row["failed"] and not one["failed"]
+        t.row(
+            "speedup",
+            f"{keys} full keys ({', '.join(row['per_family'])}) tuned to the end: {label} vs 1 GPU, "
+            "wall time with start-up",
+            f"{row['wall_s']:.1f} s vs {one['wall_s']:.1f} s: **{ratio:.2f}x** "
+            f"({row['tuned']} of {keys} keys)",
+            f"≥ {goal}x, every key",
+            ratio >= goal and complete,
+        )
+        split = row["time_split"]
+        busy = min(g["busy"] for g in split)
+        shares = ", ".join(
+            f"{g['gpu']} {g['busy']:.0%} (start {g['startup']:.1f} s, compiling {g['compiling']:.1f}, "
+            f"waiting {g['waiting']:.1f})"
+            for g in split
+        )
+        t.row("speedup", f"{label}: each GPU measuring, share of its time after start-up", shares,
+              f"≥ {BUSY_GOAL:.0%} each", busy >= BUSY_GOAL and len(split) == n)  # fmt: skip
+        same, off = _winners_against(one["winners"], row["winners"])
+        worst = max(off.values(), default=1.0)
+        t.row(
+            "speedup",
+            f"{label}: winners against the 1-GPU run's",
+            f"the same on {same} of {keys} keys ({same / max(keys, 1):.0%})"
+            + (f"; the others at most {worst - 1:+.1%} by the 1-GPU run's times" if off else ""),
+            "≥ 95 % the same, the rest within 2 %",
+            same >= 0.95 * keys and worst <= 1.02,
+        )
+
+
+def _winners_against(
+    base: dict[str, dict[str, Any]], other: dict[str, dict[str, Any]]
+) -> tuple[int, dict[str, float]]:
+    """Keys whose winner is the base run's, and for each other key the time of its winner over the base
+    winner's, both as the base run timed them (infinite where the base run kept no time for it)."""
+    same, off = 0, {}
+    for key, won in base.items():
+        theirs = other.get(key)
+        if theirs is None:
+            off[key] = float("inf")
+        elif theirs["best"] == won["best"]:
+            same += 1
+        else:
+            off[key] = won["timings"].get(theirs["best"], float("inf")) / won["ms"]
+    return same, off
+
+
 def verdicts(r: dict[str, Any], t: Table) -> None:
+    if "speedup" in r:
+        speedup_verdicts(r["speedup"], t)
     if "scaling" in r:
         (one, w1), (many, w2) = list(r["scaling"].items())
         if "budget_s" in w1:

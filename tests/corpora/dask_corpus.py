@@ -13,6 +13,8 @@ from tuned_kernels.aot.corpus import Case, KernelFamily
 
 def run(inputs: dict) -> torch.Tensor:
     n = inputs["x"].numel()
+    if inputs["x"].is_meta:  # the key probed on shapes alone, before any worker runs the op
+        return double(inputs["x"], torch.empty_like(inputs["x"]))
     marker = os.environ.get("DASK_CORPUS_DIE_ONCE")
     if marker and n == 300 and not Path(marker).exists():
         Path(marker).touch()

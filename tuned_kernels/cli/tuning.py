@@ -6,6 +6,7 @@ import argparse
 import dataclasses
 import json
 import os
+import sys
 from typing import Any
 
 from tuned_kernels.cli.parsing import command, json_option, positive_int, positive_seconds, shard
@@ -104,7 +105,7 @@ def add_how_to_tune(p: Any) -> None:
 
 
 def cmd_tune(args: argparse.Namespace) -> int:
-    from tuned_kernels.aot.tune_command import TuneRequest, run_tune
+    from tuned_kernels.aot.tune_command import TuneRequest, run_tune, tuned_nothing
     from tuned_kernels.aot.tune_report import TuneOptions
 
     options = TuneOptions(
@@ -137,6 +138,7 @@ def cmd_tune(args: argparse.Namespace) -> int:
         print(
             f"tuned {report.tuned} keys ({report.resumed} done earlier"
             + (f", {report.other_kernel} for another kernel here" if report.other_kernel else "")
+            + (f", {report.same_key} the same key as another case" if report.same_key else "")
             + f") in {report.seconds:.1f}s: "
             f"{report.configs_benchmarked} configs benchmarked, {report.rejected} rejected -> {written}"
             + (" (stopped at the time budget)" if report.stopped_early else "")
@@ -145,7 +147,10 @@ def cmd_tune(args: argparse.Namespace) -> int:
             print(f"  artifacts: {report.artifact_note}")
         for failure in report.failed:
             print(f"  failed: {failure}")
-    return 1 if report.failed else 0
+    nothing = tuned_nothing(report, request)
+    for line in nothing:
+        print(f"tuned-kernels: {line}", file=sys.stderr)
+    return 1 if report.failed or nothing else 0
 
 
 def add_compile(sub: Any) -> None:

@@ -23,6 +23,10 @@ class LaunchesAnother(Exception):
     """The op launches another autotuned kernel for these arguments on this device (an op with a kernel
     per shape or per GPU, as triton_matmul): this kernel has nothing to tune or compile for them here."""
 
+    def __init__(self, kernel: str, launched: str) -> None:
+        super().__init__(f"{kernel}: the op launches {launched} here instead")
+        self.launched = launched  # the other kernel's function name
+
 
 def probe_launch(kernel: Tunable, launch: Callable[[], object]) -> dict[str, Any]:
     """The named arguments `launch` passes to `kernel`, captured without running it; raises
@@ -34,7 +38,7 @@ def probe_launch(kernel: Tunable, launch: Callable[[], object]) -> dict[str, Any
         raise _Probed({**dict(zip(kernel.arg_names, args, strict=False)), **kwargs})
 
     def another(self: Any, *args: Any, **kwargs: Any) -> None:
-        raise LaunchesAnother(f"{kernel_name(kernel)}: the op launches {kernel_name(self)} here instead")
+        raise LaunchesAnother(kernel_name(kernel), kernel_name(self))
 
     autotuner = autotuner_class()
     original = autotuner.run
