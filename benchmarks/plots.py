@@ -1,6 +1,6 @@
 """The plots in BENCHMARKS.md, drawn as SVG from the result files (no plotting library needed):
 
-    python benchmarks/plots.py COLD.json MATMUL.json [-o benchmarks/plots]
+    python benchmarks/plots.py [COLD.json [MATMUL.json]] [--speedup SPEEDUP.json] [-o benchmarks/plots]
 
 cold-start.svg: seconds to run the 8-key workload in a fresh process, per cache state (median of the runs).
 matmul-vs-cublas.svg: per full-matmul key, the Triton matmul's and ops.matmul's time over cuBLAS's
@@ -172,8 +172,8 @@ def main() -> None:
     parser = argparse.ArgumentParser(
         description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
     )
-    parser.add_argument("cold", help="a benchmarks/run.py result with the cold step")
-    parser.add_argument("matmul", help="a benchmarks/run.py result with the choices step")
+    parser.add_argument("cold", nargs="?", help="a benchmarks/run.py result with the cold step")
+    parser.add_argument("matmul", nargs="?", help="a benchmarks/run.py result with the choices step")
     parser.add_argument(
         "-o", "--output", default=str(Path(__file__).parent / "plots"), help="folder for the SVGs"
     )
@@ -181,11 +181,16 @@ def main() -> None:
     args = parser.parse_args()
     out = Path(args.output)
     out.mkdir(parents=True, exist_ok=True)
-    if args.speedup:
-        (out / "tuning-speedup.svg").write_text(tuning_speedup(json.loads(Path(args.speedup).read_text())))
-    (out / "cold-start.svg").write_text(cold_start(json.loads(Path(args.cold).read_text())))
-    (out / "matmul-vs-cublas.svg").write_text(matmul_vs_cublas(json.loads(Path(args.matmul).read_text())))
-    print(f"wrote {out / 'cold-start.svg'} and {out / 'matmul-vs-cublas.svg'}")
+    drawn = []
+    for name, path, draw in (
+        ("cold-start.svg", args.cold, cold_start),
+        ("matmul-vs-cublas.svg", args.matmul, matmul_vs_cublas),
+        ("tuning-speedup.svg", args.speedup, tuning_speedup),
+    ):
+        if path:
+            (out / name).write_text(draw(json.loads(Path(path).read_text())))
+            drawn.append(str(out / name))
+    print(f"wrote {', '.join(drawn) or 'nothing (no result file given)'}")
 
 
 if __name__ == "__main__":

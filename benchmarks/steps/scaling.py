@@ -87,7 +87,10 @@ def dask(bench: Bench, budget_s: float, kernels: Sequence[str]) -> None:
 def speedup_verdicts(rows: dict[str, Any], t: Table) -> None:
     """Per multi-GPU row: the speed-up over the one-GPU row (start-up included), each GPU's busy share,
     and its winners against the one-GPU run's."""
-    [one] = [row for row in rows.values() if row["gpus"] == 1]
+    ones = [row for row in rows.values() if row["gpus"] == 1]
+    if not ones:  # a file of the multi-GPU runs alone: its table comes from it merged with the 1-GPU run's
+        return
+    one = ones[0]
     keys = len(one["winners"])
     for label, row in rows.items():
         if row["gpus"] == 1:
@@ -114,14 +117,15 @@ def speedup_verdicts(rows: dict[str, Any], t: Table) -> None:
         t.row("speedup", f"{label}: each GPU measuring, share of its time after start-up", shares,
               f"≥ {BUSY_GOAL:.0%} each", busy >= BUSY_GOAL and len(split) == n)  # fmt: skip
         same, off = _winners_against(one["winners"], row["winners"])
-        worst = max(off.values(), default=1.0)
+        close = sum(1 for ratio in off.values() if ratio <= 1.02)
+        unseen = sum(1 for ratio in off.values() if ratio == float("inf"))
         t.row(
             "speedup",
             f"{label}: winners against the 1-GPU run's",
-            f"the same on {same} of {keys} keys ({same / max(keys, 1):.0%})"
-            + (f"; the others at most {worst - 1:+.1%} by the 1-GPU run's times" if off else ""),
+            f"the same on {same} of {keys} keys ({same / max(keys, 1):.0%}); of the other {len(off)}, "
+            f"{close} within 2 % by the 1-GPU run's times, {unseen} not among its five best",
             "≥ 95 % the same, the rest within 2 %",
-            same >= 0.95 * keys and worst <= 1.02,
+            same >= 0.95 * keys and close == len(off),
         )
 
 
