@@ -18,14 +18,17 @@ LLM_NK = ((4096, 4096), (14336, 4096), (4096, 14336), (6144, 4096), (8192, 8192)
 LLM_M = (1, 16, 64, 256, 1024, 4096, 8192)
 
 
-def _randn(shape: tuple[int, ...], dtype: str, device: Any, gen: Any) -> torch.Tensor:
-    """Normal samples made on `device` (a GPU makes 235M of them in milliseconds, the CPU in seconds), from
-    a seed drawn from `gen`: the same inputs for the same seed on one kind of device."""
-    if str(device) == "meta":  # shapes only, for compiling ahead of time
-        return torch.empty(shape, device="meta", dtype=DTYPES[dtype])
+def _randn(
+    shape: tuple[int, ...], dtype: str, device: Any, gen: Any, scale: float = 1.0
+) -> torch.Tensor:
+    """Normal samples times `scale`, made on `device` (a GPU makes 235M of them in milliseconds, the CPU in
+    seconds), from a seed drawn from `gen`: the same inputs for the same seed on one kind of device."""
+    if str(device) == "meta":  # shapes only, for probing keys and compiling ahead of time; no arithmetic:
+        return torch.empty(shape, device="meta", dtype=DTYPES[dtype])  # a meta op imports torch._dynamo
     seed = int(torch.randint(2**62, (1,), generator=gen))
     on_device = torch.Generator(device=device).manual_seed(seed)
-    return torch.randn(shape, generator=on_device, device=device, dtype=torch.float32).to(DTYPES[dtype])
+    samples = torch.randn(shape, generator=on_device, device=device, dtype=torch.float32)
+    return (samples * scale if scale != 1.0 else samples).to(DTYPES[dtype])
 
 
 def _poisoned(shape: tuple[int, ...], dtype: str, device: Any) -> torch.Tensor:
@@ -37,7 +40,7 @@ def _matmul_inputs(case: Case, device: Any, gen: Any) -> Inputs:
     m, n, k, dt = case["M"], case["N"], case["K"], case["dtype"]
     scale = k**-0.5  # keeps outputs O(1) so fp16 tolerances mean the same at every K
     return {
-        "a": _randn((m, k), dt, device, gen) * scale,
+        "a": _randn((m, k), dt, device, gen, scale),
         "b": _randn((k, n), dt, device, gen),
         "bias": _randn((n,), dt, device, gen),
         "activation": dict(case.params).get("act", "none"),
