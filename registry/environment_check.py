@@ -16,14 +16,22 @@ from tuned_kernels.hardware.probe import known_target
 from tuned_kernels.registry.settings import ON_MISS, STALE, key_named
 
 from tuned_kernels.errors import one_line
-from tuned_kernels.setting_values import MAX_MISS_JOBS, SWITCH, choice, count
+from tuned_kernels.setting_values import (
+    MAX_MISS_JOBS,
+    SWITCH,
+    SWITCH_TAKES,
+    VERBOSE_TAKES,
+    choice,
+    count,
+    verbosity,
+)
 
 TARGET = "TUNED_KERNELS_TARGET"
 
 # variable: the values it takes (None: any text; checked below where it names paths)
 CHOICES: dict[str, tuple[str, ...] | None] = {
     "TUNED_KERNELS": SWITCH,
-    "TUNED_KERNELS_VERBOSE": SWITCH,
+    "TUNED_KERNELS_VERBOSE": None,  # a switch, or a higher level
     "TUNED_KERNELS_WARMUP": SWITCH,
     "TUNED_KERNELS_COMPILED": SWITCH,
     "TUNED_KERNELS_STRICT": SWITCH,
@@ -63,7 +71,9 @@ def environment_problems(environ: Mapping[str, str], kind_of: KindOf = kind_of_p
         choices = CHOICES[name]
         if choices is not None and choice(value, choices) is None and value != "":
             takes = " or ".join(choices) if len(choices) < 4 else "one of " + ", ".join(choices)
-            problems.append(f"{name}={shown}: takes {takes}; ignored")
+            problems.append(f"{name}={shown}: takes {SWITCH_TAKES if choices == SWITCH else takes}; ignored")
+        elif name == "TUNED_KERNELS_VERBOSE" and value and verbosity(value) is None:
+            problems.append(f"{name}={shown}: takes {VERBOSE_TAKES}; ignored")
         elif name == TARGET and value and not known_target(value):
             problems.append(f"{name}={shown}: takes one of {', '.join(KNOWN_ARCHS)}; ignored")
         elif name == "TUNED_KERNELS_MISS_JOBS" and value and count(value) is None:

@@ -18,13 +18,17 @@ def exit_summary(summary: Mapping[str, Any]) -> list[str]:
         f"{summary['configs_benchmarked']} configs benchmarked in {summary['seconds_tuning']:.1f} s"
     ]
     missed = summary.get("missed_keys", [])
+    fell_back = dict(summary.get("fallbacks", {}))
     if missed:
         named = "; ".join(f"{name} ({', '.join(key)})" for name, key in missed[:MAX_NAMED])
         more = f" and {misses - MAX_NAMED} more" if misses > MAX_NAMED else ""
-        overlay = summary["overlay"]["path"]
-        lines.append(
-            f"missed: {named}{more}; tuned here and kept in {overlay} (every environment of this user)"
-        )
+        overlay = summary["overlay"]
+        if overlay.get("kept", True):
+            went = f"kept in {overlay['path']} (every environment of this user)"
+        else:  # the one line of why came when it happened
+            went = "kept in this process only (the overlay could not be written)"
+            fell_back.pop("overlay_write", None)
+        lines.append(f"missed: {named}{more}; tuned here and {went}")
     changed = summary["changed_kernels"]
     if changed:
         lines.append(f"changed since they were tuned: {first_named(sorted(changed), len(changed))}")
@@ -36,6 +40,9 @@ def exit_summary(summary: Mapping[str, Any]) -> list[str]:
     here = sorted(set(compiled.get("compiled_here_names", [])))
     named_here = f" ({first_named(here, compiled['compiled_here'])})" if here else ""
     bundles = ", ".join(b["bundle"] for b in summary["selected"]) or "none"
+    not_used = "; ".join(f"{r['bundle']}: {r['reason']}" for r in summary.get("rejected", []))
+    if not_used:
+        bundles += f" (not used: {not_used})"
     kernels = (
         f"compiled kernels: {compiled['served']} served from bundles, {compiled['compiled_here']} compiled here"
         f"{named_here}"
@@ -43,10 +50,10 @@ def exit_summary(summary: Mapping[str, Any]) -> list[str]:
         else "no compiled kernels in the selected bundles"
     )
     lines.append(f"bundles: {bundles}; {kernels}")
-    if summary.get("fallbacks"):
+    if fell_back:
         from tuned_kernels.fallbacks import described
 
-        lines.append(f"fell back: {described(summary['fallbacks'])}")
+        lines.append(f"fell back: {described(fell_back)}")
     graphs = summary.get("graphs", {})
     if any(graphs.get(k) for k in ("files_placed", "files_present", "files_removed", "fxgraph_misses")):
         lines.append(

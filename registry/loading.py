@@ -123,6 +123,8 @@ def _open_overlay(shared: Path, sources: LoadedSources, on_problem: Problem) -> 
     user's); (the shared path, False) when neither is usable (what is tuned stays in this process)."""
     from tuned_kernels.results import overlay
 
+    if shared.parent.exists() and not shared.parent.is_dir():  # a file: the settings' check named it
+        return shared, False
     for path in (shared, overlay.private_path(shared)):
         try:
             held = overlay.read_overlay(path)
@@ -192,3 +194,5 @@ def _log_selection(selection: Selection, on_problem: Problem) -> None:
     log.info("tuned-kernels: bundles selected: %s%s", chosen, f"; rejected: {rejected}" if rejected else "")
     if selection.rejected and not selection.selected:
         on_problem(f"no bundle fits this GPU and compiler ({rejected}); tuning at run time instead")
+    elif selection.rejected:
+        on_problem(f"not used here: {rejected}")

@@ -9,7 +9,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from tuned_kernels.decision import Policy
-from tuned_kernels.setting_values import choice, switch
+from tuned_kernels.setting_values import choice, switch, verbosity
 
 ON_MISS = ("tune", "nearest")
 STALE = ("reject", "seed")
@@ -59,7 +59,7 @@ class Settings:
             Path(capture) if capture else None,
             Path(report) if report else None,
             warmup=switch(environ.get(WARMUP_ENV), True),
-            verbose=switch(environ.get(VERBOSE_ENV), False),
+            verbose=bool(verbosity(environ.get(VERBOSE_ENV))),
             compiled=switch(environ.get(COMPILED_ENV), True),
             strict=switch(environ.get(STRICT_ENV), False) and not capture,
             trusted_keys=trusted_keys(environ.get(TRUSTED_KEYS_ENV)),

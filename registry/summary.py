@@ -40,7 +40,15 @@ def summary(
         ],
         "entries": len(sources),
         "bundle_entries": {view.path: len(view) for view in sources.bundles},
-        "overlay": {"path": str(path), "bytes": size, "entries_per_kernel": sources.local_counts()},
+        "overlay": {
+            "path": str(path),
+            "bytes": size,
+            "entries_per_kernel": sources.local_counts(),
+            # where this process's tuned misses went: the overlay, or nowhere but this process
+            "kept": loaded.sink is not None
+            and loaded.sink.path is not None
+            and not fallbacks.counts().get("overlay_write"),
+        },
         "served_from": dict(stats.served_from),
         "hits": stats.hits,
         "nearest": stats.nearest,

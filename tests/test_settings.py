@@ -43,8 +43,16 @@ KINDS = {"bundles": "dir", "mine.pb.zst": "file", "a-file": "file"}
         ({"TUNED_KERNELS_MISS_JOBS": "1_0"}, ["TUNED_KERNELS_MISS_JOBS=1_0: takes a whole number"]),
         ({"TUNED_KERNELS_MISS_JOBS": "²"}, ["TUNED_KERNELS_MISS_JOBS=²: takes a whole number"]),
         ({"TUNED_KERNELS_MISS_JOBS": "9" * 5000}, ["TUNED_KERNELS_MISS_JOBS=999"]),
-        ({"TUNED_KERNELS_COMPILED": "maybe"}, ["TUNED_KERNELS_COMPILED=maybe: takes 0 or 1; ignored"]),
-        ({"TUNED_KERNELS_VERBOSE": "2"}, ["TUNED_KERNELS_VERBOSE=2: takes 0 or 1; ignored"]),
+        (
+            {"TUNED_KERNELS_COMPILED": "maybe"},
+            ["TUNED_KERNELS_COMPILED=maybe: takes 1, true, yes or on; 0, false, no or off; ignored"],
+        ),
+        ({"TUNED_KERNELS": "False", "TUNED_KERNELS_WARMUP": " off ", "TUNED_KERNELS_STRICT": "yes"}, []),
+        ({"TUNED_KERNELS_VERBOSE": "2"}, []),  # a higher level: on
+        (
+            {"TUNED_KERNELS_VERBOSE": "loud"},
+            ["TUNED_KERNELS_VERBOSE=loud: takes 1, true, yes, on or a higher"],
+        ),
         ({"TUNED_KERNELS_TARGET": "sm999"}, ["TUNED_KERNELS_TARGET=sm999: takes one of sm70, sm75"]),
         ({"TUNED_KERNELS_CACHE_DIR": "a-file"}, ["TUNED_KERNELS_CACHE_DIR=a-file: not a folder"]),
         (
@@ -142,3 +150,35 @@ def test_an_unknown_target_on_a_machine_without_a_gpu_is_ignored_and_the_program
     assert out.returncode == 0 and out.stdout.strip() == "ok", out.stderr[-2000:]
     (warned,) = factories.warnings_in(out.stderr)
     assert warned.startswith("tuned-kernels: TUNED_KERNELS_TARGET=sm999: takes one of sm70")
+
+
+@pytest.mark.parametrize(
+    ("value", "on"),
+    [("1", True), ("true", True), ("Yes", True), (" ON ", True), ("0", False), ("false", False),
+     ("NO", False), ("off", False), ("", False), ("maybe", False), ("2", False)],
+)  # fmt: skip
+def test_a_switch_is_on_as_1_true_yes_or_on_and_off_as_0_false_no_or_off(value: str, on: bool) -> None:
+    from tuned_kernels.setting_values import switch
+
+    assert switch(value, False) is on
+    assert switch(value, True) is (on or value.strip().lower() not in ("0", "false", "no", "off"))
+
+
+@pytest.mark.parametrize(
+    ("value", "serving", "said"),
+    [("false", False, ""), ("off", False, ""), ("", False, ""), ("yes", True, ""), ("True", True, ""),
+     ("maybe", False, "tuned-kernels: TUNED_KERNELS=maybe: takes 1, true, yes or on; 0, false, no or off; "
+      "serving is off\n")],
+)  # fmt: skip
+def test_tuned_kernels_off_values_leave_serving_off_and_any_other_value_says_so(
+    tmp_path: Path, value: str, serving: bool, said: str
+) -> None:
+    """What the installed .pth does at interpreter start: serving (the autoload's import hooks, waiting for
+    Triton and Inductor) on for an on value, off for an off value, and off with one line for anything
+    else."""
+    hooked = "import sys; print(any(type(f).__name__ == '_AfterImport' for f in sys.meta_path))"
+    done = subprocess.run(
+        [sys.executable, "-c", hooked], capture_output=True, text=True, timeout=120, cwd=tmp_path,
+        env={**os.environ, "TUNED_KERNELS": value},
+    )  # fmt: skip
+    assert (done.returncode, done.stdout, done.stderr) == (0, f"{serving}\n", said)

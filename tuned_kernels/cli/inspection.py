@@ -5,6 +5,7 @@ from __future__ import annotations
 import argparse
 import dataclasses
 import json
+import os
 import sys
 from pathlib import Path
 from typing import Any
@@ -134,13 +135,21 @@ def cmd_status(args: argparse.Namespace) -> int:
     for rejected in summary["rejected"]:
         print(printable(f"rejected   {rejected['bundle']}: {rejected['reason']}"))
     if not summary["selected"] and not summary["rejected"]:
-        print("bundles    none found (install tuned-kernels-<target> or set TUNED_KERNELS_PATH)")
+        given = os.environ.get("TUNED_KERNELS_PATH")
+        hint = "install tuned-kernels-<target> or set TUNED_KERNELS_PATH"
+        print(
+            printable(
+                f"bundles    none found ({f'TUNED_KERNELS_PATH={given}: none there' if given else hint})"
+            )
+        )
     print(f"entries    {summary['entries']}")
     overlay = summary["overlay"]
     print(printable(f"overlay    {overlay['path']} ({overlay['bytes']} bytes)"))
     for kernel, count in overlay["entries_per_kernel"].items():
         print(printable(f"  tuned    {kernel}: {count} keys"))
-    for problem in summary["problems"]:
+    from tuned_kernels.registry.environment_check import environment_problems
+
+    for problem in [*environment_problems(os.environ), *summary["problems"]]:
         if not any(rejected["reason"] in problem for rejected in summary["rejected"]):  # said above
             print(printable(f"problem    {problem}"))
     return 0
