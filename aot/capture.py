@@ -12,8 +12,10 @@ compiled graphs it leaves there are added to FILE when the program ends.
 
 from __future__ import annotations
 
+import contextlib
 import os
 import shutil
+import signal
 import subprocess
 import tempfile
 from collections.abc import Sequence
@@ -35,12 +37,15 @@ class CaptureReport:
     kernels: tuple[str, ...]
     written: bool = True  # whether `output` was (re)written
     graphs: str = ""  # the compiled torch.compile graphs it holds, described ("" for none)
+    replaced: int | None = None  # the entries `output` held before, where they were replaced
+    kept: int = 0  # the entries `output` held before, kept beside the new ones (merge)
 
 
-def capture(output: str, command: Sequence[str]) -> CaptureReport:
-    """Runs `command` recording into a working file beside `output`, which then replaces `output`. A program
-    that succeeds recording nothing leaves a valid empty results file (as `pytest --tuned-kernels-dump`
-    does); one that fails recording nothing leaves `output` as it was."""
+def capture(output: str, command: Sequence[str], merge: bool = False) -> CaptureReport:
+    """Runs `command` recording into a working file beside `output`, which then replaces `output` (`merge`:
+    is merged with what `output` holds, the faster winner of a key kept). A program that succeeds recording
+    nothing leaves a valid empty results file (as `pytest --tuned-kernels-dump` does); one that fails
+    recording nothing leaves `output` as it was. A program stopped with Ctrl-C keeps what it recorded."""
     if not command:
         raise TunedKernelsError("give the program to run after --, e.g. -- python app.py")
     format_for(output)  # a bad extension fails before the program runs
@@ -49,18 +54,25 @@ def capture(output: str, command: Sequence[str]) -> CaptureReport:
     path = Path(output).resolve()
     if path.is_dir():
         raise TunedKernelsError(f"-o {output} is a directory")
+    before = _held(path, merge)
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+    except OSError as exc:
+        raise TunedKernelsError(f"-o {output}: cannot make its folder: {exc.strerror or exc}") from None
     work = path.with_name(f".capturing-{os.getpid()}-{path.name}")  # the same extension: the same format
     lock = Path(f"{work}.lock")
     inductor_cache = Path(tempfile.mkdtemp(prefix=".capturing-inductor-", dir=path.parent))
     env = {**os.environ, "TUNED_KERNELS_CAPTURE": str(work), "TORCHINDUCTOR_CACHE_DIR": str(inductor_cache)}
     try:
-        returncode = subprocess.call(list(command), env=env)
+        returncode = _run(command, env)
         _add_inductor_state(work, inductor_cache)
         if not work.exists():
             if returncode != 0:
                 return CaptureReport(returncode, 0, (), written=False)
             write_results(work, model.Results(_header()))
         results = read_results(work)
+        if merge and before is not None:
+            write_results(work, _merged(before, results))
         os.replace(work, path)
     finally:
         work.unlink(missing_ok=True)
@@ -71,12 +83,56 @@ def capture(output: str, command: Sequence[str]) -> CaptureReport:
 
     decisions = [e for e in results.entries if e.kernel.name != NAME]
     held = graph_files(results)
+    earlier = None if before is None else len(before.entries)
     return CaptureReport(
         returncode,
         len(decisions),
         tuple(sorted({e.kernel.name for e in decisions})),
         graphs=describe_graphs(held) if held else "",
+        replaced=None if merge else earlier,
+        kept=(earlier or 0) if merge else 0,
     )
+
+
+def _held(path: Path, merge: bool) -> model.Results | None:
+    """What `path` holds before the capture (None: nothing, or an unreadable file to replace). To merge
+    with, it must be readable and of this machine's target and compiler: said before the program runs."""
+    if not path.exists():
+        return None
+    try:
+        before = read_results(path)
+    except TunedKernelsError:
+        if merge:
+            raise
+        return None
+    if merge:
+        _merged(before, model.Results(_header()))  # a conflict (another target or compiler) fails here
+    return before
+
+
+def _run(command: Sequence[str], env: dict[str, str]) -> int:
+    """The program's exit status; Ctrl-C (which the program, in this terminal's process group, gets too)
+    waits for it to end (asking it again after 30 s, stopping it after 40) and counts as status 130, so
+    what it recorded is kept."""
+    child = subprocess.Popen(list(command), env=env)
+    try:
+        return child.wait()
+    except KeyboardInterrupt:
+        for ask in (None, signal.SIGINT, signal.SIGKILL):
+            if ask is not None:
+                child.send_signal(ask)
+            with contextlib.suppress(subprocess.TimeoutExpired, KeyboardInterrupt):
+                child.wait(timeout=30 if ask is None else 10)
+                break
+        return 130
+
+
+def _merged(before: model.Results, now: model.Results) -> model.Results:
+    from tuned_kernels.results.merge import merge_results
+    from tuned_kernels.version import TOOL_VERSION
+
+    inputs = [("the file before", before), ("this capture", now)]
+    return merge_results(inputs, created_at=now.header.created_at, tool_version=TOOL_VERSION)
 
 
 def _add_inductor_state(work: Path, inductor_cache: Path) -> None:

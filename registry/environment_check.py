@@ -47,18 +47,54 @@ CHOICES: dict[str, tuple[str, ...] | None] = {
     "TUNED_KERNELS_REPORT": None,  # set by `tuned-kernels coverage`
     "TUNED_KERNELS_GPU_TESTS": None,  # the test suite's GPU tests (ci/gpu_run.sh)
 }
-KindOf = Callable[[str], str]  # "file", "dir", "missing" or "other"
+KindOf = Callable[[str], str]  # "file", "dir", "empty" (a folder holding no results file), "missing", "other"
 
 
 def kind_of_path(path: str) -> str:
     if os.path.isdir(path):
-        return "dir"
+        from pathlib import Path
+
+        from tuned_kernels.errors import TunedKernelsError
+        from tuned_kernels.results.locate import results_files_in
+
+        try:
+            return "dir" if results_files_in(Path(path), bounded=True) else "empty"
+        except (TunedKernelsError, OSError):  # too many to list: reading it says so
+            return "dir"
     if os.path.isfile(path):
         return "file"
     return "missing" if not os.path.lexists(path) else "other"
 
 
-def environment_problems(environ: Mapping[str, str], kind_of: KindOf = kind_of_path) -> list[str]:
+def path_problem(path: str, kind_of: KindOf) -> str:
+    """What is wrong with one TUNED_KERNELS_PATH entry ("" for nothing): it names nothing (perhaps several
+    paths joined by another separator than the platform's), or a folder with no results file."""
+    name = "TUNED_KERNELS_PATH"
+    kind = kind_of(path)
+    if kind == "missing":
+        joined = f" (several paths are joined by {os.pathsep!r})" if "," in path or ";" in path else ""
+        return (
+            f"{name} names {one_line(path, 120)}: no such file or folder{joined}; nothing is served from it"
+        )
+    if kind == "empty":
+        return f"{name} names {one_line(path, 120)}: a folder with no results files in it; nothing is served from it"
+    return ""
+
+
+def has_gpu() -> bool:
+    """Whether kernels for a GPU target can run here: a GPU, or Triton's interpreter asked for."""
+    from tuned_kernels.triton_edge.interpreter import interpreting
+
+    if interpreting():
+        return True
+    import torch
+
+    return bool(torch.cuda.is_available())
+
+
+def environment_problems(
+    environ: Mapping[str, str], kind_of: KindOf = kind_of_path, gpu_present: Callable[[], bool] = has_gpu
+) -> list[str]:
     problems = []
     for name in sorted(n for n in environ if n == "TUNED_KERNELS" or n.startswith("TUNED_KERNELS_")):
         value = environ[name].strip()
@@ -76,14 +112,16 @@ def environment_problems(environ: Mapping[str, str], kind_of: KindOf = kind_of_p
             problems.append(f"{name}={shown}: takes {VERBOSE_TAKES}; ignored")
         elif name == TARGET and value and not known_target(value):
             problems.append(f"{name}={shown}: takes one of {', '.join(KNOWN_ARCHS)}; ignored")
+        elif name == TARGET and value and value.lower() != "cpu" and not gpu_present():
+            problems.append(
+                f"{name}={shown}: this machine has no GPU to run its kernels, which will fail to launch (unset "
+                "it to run them on Triton's interpreter)"
+            )
         elif name == "TUNED_KERNELS_MISS_JOBS" and value and count(value) is None:
             problems.append(f"{name}={shown}: takes a whole number from 1 to {MAX_MISS_JOBS}; ignored")
         elif name == "TUNED_KERNELS_PATH":
-            problems += [
-                f"{name} names {one_line(p, 120)}: no such file or folder; nothing is served from it"
-                for p in value.split(os.pathsep)
-                if p and kind_of(p) == "missing"
-            ]
+            problems += [path_problem(p, kind_of) for p in value.split(os.pathsep) if p]
+            problems = [p for p in problems if p]
         elif name == "TUNED_KERNELS_TRUSTED_KEYS" and value:
             problems += [
                 f"{name} names {one_line(e, 80)}: not a key (ed25519:<base64>) nor a file holding one; it trusts "
@@ -91,6 +129,8 @@ def environment_problems(environ: Mapping[str, str], kind_of: KindOf = kind_of_p
                 for e in (e.strip() for e in value.split(","))
                 if e and key_named(e) is None
             ]
-        elif name == "TUNED_KERNELS_CACHE_DIR" and value and kind_of(value) not in ("dir", "missing"):
+        elif (
+            name == "TUNED_KERNELS_CACHE_DIR" and value and kind_of(value) not in ("dir", "empty", "missing")
+        ):
             problems.append(f"{name}={shown}: not a folder; the overlay of tuned misses is not kept")
     return problems

@@ -12,7 +12,9 @@ MAX_NAMED = 4  # changed kernels named before "and N more"
 def exit_summary(summary: Mapping[str, Any]) -> list[str]:
     hits, nearest, misses = summary["hits"], summary["nearest"], summary["misses"]
     reasons = ", ".join(f"{n} {why}" for why, n in sorted(summary["misses_by_reason"].items()))
-    served = f"{hits} hits" + (f", {nearest} from the nearest key" if nearest else "")
+    overlay_hits = summary.get("served_from", {}).get(summary["overlay"]["path"], 0)
+    served = f"{hits} hits" + (f" ({overlay_hits} from this user's overlay)" if overlay_hits else "")
+    served += f", {nearest} from the nearest key" if nearest else ""
     lines = [
         f"{served}, {misses} misses{f' ({reasons})' if reasons else ''}; "
         f"{summary['configs_benchmarked']} configs benchmarked in {summary['seconds_tuning']:.1f} s"

@@ -4,7 +4,7 @@ bundle that turns out corrupt is dropped with one problem reported, the others k
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from typing import TYPE_CHECKING
 
 from tuned_kernels import model
@@ -52,9 +52,11 @@ class LoadedSources:
     def __len__(self) -> int:
         return sum(len(v) for v in self.bundles) + sum(len(v) for v in self.local.values())
 
-    def lookup(self, slot: model.EntrySlot) -> Found | None:
+    def lookup(self, slot: model.EntrySlot) -> Iterator[Found]:
+        """The entries stored for `slot`: each bundle's in order, then the overlay's (read as asked for, so
+        a first one that serves reads no further)."""
         if slot in self.refused:
-            return None
+            return
         for view in list(self.bundles):
             try:
                 entry = view.lookup(slot)
@@ -65,9 +67,10 @@ class LoadedSources:
                 self._drop(view, exc)
                 continue
             if entry is not None:
-                return entry, view.path
+                yield entry, view.path
         entry = self.local.get(slot[:2], {}).get(slot[2])
-        return (entry, self.local_name) if entry is not None else None
+        if entry is not None:
+            yield entry, self.local_name
 
     def keys_of(self, identity: model.KernelIdentity) -> dict[model.TuningKey, Found]:
         """Every key known for this kernel (same source), bundles winning over the overlay."""

@@ -15,7 +15,7 @@ from tuned_kernels.registry.environment_check import environment_problems
 from tests import factories
 from tuned_kernels.triton_edge.measuring import miss_jobs
 
-KINDS = {"bundles": "dir", "mine.pb.zst": "file", "a-file": "file"}
+KINDS = {"bundles": "dir", "mine.pb.zst": "file", "a-file": "file", "empty": "empty"}
 
 
 @pytest.mark.parametrize(
@@ -27,6 +27,16 @@ KINDS = {"bundles": "dir", "mine.pb.zst": "file", "a-file": "file"}
         (
             {"TUNED_KERNELS_PATH": "mine.pb.zs"},
             ["TUNED_KERNELS_PATH names mine.pb.zs: no such file or folder"],
+        ),
+        (
+            {"TUNED_KERNELS_PATH": "mine.pb.zst,bundles"},
+            [
+                "TUNED_KERNELS_PATH names mine.pb.zst,bundles: no such file or folder (several paths are joined by"
+            ],
+        ),
+        (
+            {"TUNED_KERNELS_PATH": "empty"},
+            ["TUNED_KERNELS_PATH names empty: a folder with no results files in it; nothing is served"],
         ),
         (
             {"TUNED_KERNELS_ON_MISS": "nearst"},
@@ -64,7 +74,7 @@ KINDS = {"bundles": "dir", "mine.pb.zst": "file", "a-file": "file"}
 def test_each_setting_that_cannot_be_honoured_is_named_with_what_it_takes(
     environ: dict[str, str], said: list[str]
 ) -> None:
-    problems = environment_problems(environ, lambda path: KINDS.get(path, "missing"))
+    problems = environment_problems(environ, lambda path: KINDS.get(path, "missing"), lambda: True)
     assert len(problems) == len(said) and all(p.startswith(s) for p, s in zip(problems, said, strict=True)), (
         problems
     )
@@ -182,3 +192,13 @@ def test_tuned_kernels_off_values_leave_serving_off_and_any_other_value_says_so(
         env={**os.environ, "TUNED_KERNELS": value},
     )  # fmt: skip
     assert (done.returncode, done.stdout, done.stderr) == (0, f"{serving}\n", said)
+
+
+def test_a_gpu_target_on_a_machine_without_a_gpu_is_said_before_any_kernel_runs() -> None:
+    environ = {"TUNED_KERNELS_TARGET": "sm90"}
+    assert environment_problems(environ, gpu_present=lambda: True) == []
+    assert environment_problems(environ, gpu_present=lambda: False) == [
+        "TUNED_KERNELS_TARGET=sm90: this machine has no GPU to run its kernels, which will fail to launch "
+        "(unset it to run them on Triton's interpreter)"
+    ]
+    assert environment_problems({"TUNED_KERNELS_TARGET": "cpu"}, gpu_present=lambda: False) == []

@@ -9,7 +9,7 @@ for the caller to report. Serving, capture and coverage differ only in their `Po
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Literal, Protocol
 
@@ -22,7 +22,7 @@ COMPILED_PREFIX = "compiled:"  # kernels kept by capture for their compiled code
 
 # Why a key was not served: no selected bundle or overlay names the kernel; they name it, but only for
 # another source (it changed since it was tuned); they hold it, but not this key; capture measures anyway.
-MissReason = Literal["not in any bundle", "kernel changed", "other key", "capturing"]
+MissReason = Literal["not in any bundle", "kernel changed", "other key", "configs changed", "capturing"]
 
 
 @dataclass(frozen=True)
@@ -73,7 +73,9 @@ class Policy:
 class Sources(Protocol):
     """What a decision reads: the selected bundles and the overlay (implemented by the registry)."""
 
-    def lookup(self, slot: model.EntrySlot) -> Found | None: ...
+    def lookup(self, slot: model.EntrySlot) -> Iterator[Found]:
+        """The entries stored for `slot`, the one to serve first (bundles in order, then the overlay)."""
+        ...
 
     def keys_of(self, identity: model.KernelIdentity) -> Mapping[model.TuningKey, Found]: ...
 
@@ -100,8 +102,7 @@ def decide(
     if policy.measure_always:
         return Decision("miss", reason="capturing")
     unfit: list[Found] = []
-    found = lookup(sources, identity, key)
-    if found is not None:
+    for found in lookup(sources, identity, key):
         if fits(found[0].best):
             return Decision("hit", (found[0].best,), found[1])
         unfit.append(found)
@@ -111,7 +112,10 @@ def decide(
         if near is not None:
             return Decision("nearest", (keys[near][0].best,), keys[near][1], unfit=tuple(unfit))
     excluded = sources.known_bad(identity)
+    reason: MissReason
     reason, changed_in = miss_reason(identity, sources)
+    if unfit:  # the stored config is no longer among the kernel's: its configs changed
+        reason, changed_in = "configs changed", ""
     if policy.stale == "seed":
         stale = {e.key: e for e in sources.stale_entries(identity)}
         near = nearest_key(key, stale)
@@ -122,13 +126,11 @@ def decide(
     return Decision("miss", (), "", excluded, tuple(unfit), reason, changed_in)
 
 
-def lookup(sources: Sources, identity: model.KernelIdentity, key: model.TuningKey) -> Found | None:
-    """The stored entry for this launch: under the kernel's identity, else under its previous one."""
+def lookup(sources: Sources, identity: model.KernelIdentity, key: model.TuningKey) -> Iterator[Found]:
+    """The stored entries for this launch, the first to serve first: under the kernel's identity, then
+    under its previous one."""
     for each in identity.all():
-        found = sources.lookup(model.slot_of(each, key))
-        if found is not None:
-            return found
-    return None
+        yield from sources.lookup(model.slot_of(each, key))
 
 
 def miss_reason(identity: model.KernelIdentity, sources: Sources) -> tuple[MissReason, str]:

@@ -18,9 +18,7 @@ LLM_NK = ((4096, 4096), (14336, 4096), (4096, 14336), (6144, 4096), (8192, 8192)
 LLM_M = (1, 16, 64, 256, 1024, 4096, 8192)
 
 
-def _randn(
-    shape: tuple[int, ...], dtype: str, device: Any, gen: Any, scale: float = 1.0
-) -> torch.Tensor:
+def _randn(shape: tuple[int, ...], dtype: str, device: Any, gen: Any, scale: float = 1.0) -> torch.Tensor:
     """Normal samples times `scale`, made on `device` (a GPU makes 235M of them in milliseconds, the CPU in
     seconds), from a seed drawn from `gen`: the same inputs for the same seed on one kind of device."""
     if str(device) == "meta":  # shapes only, for probing keys and compiling ahead of time; no arithmetic:

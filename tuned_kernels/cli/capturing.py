@@ -21,13 +21,19 @@ def add_capture(sub: Any) -> None:
         "run a program and record every autotuning decision it makes",
         "Runs COMMAND unchanged and records each tuning decision of its @triton.autotune kernels (and\n"
         "torch.compile max-autotune's GEMM choices and kernel configs) into -o, with the compiled\n"
-        "kernels on a GPU. A program that records nothing leaves an empty file; one that fails\n"
-        "recording nothing leaves -o as it was. Exits with the program's status.",
+        "kernels on a GPU, replacing what -o held (--merge keeps it). A program that records nothing\n"
+        "leaves an empty file; one that fails recording nothing leaves -o as it was; one stopped with\n"
+        "Ctrl-C keeps what it recorded. Exits with the program's status.",
         "  tuned-kernels capture -o app.pb.zst -- python app.py\n"
         "  tuned-kernels capture -o suite.pb.zst -- pytest -x tests/",
         cmd_capture,
     )
     p.add_argument("-o", "--output", required=True, metavar="FILE", help="the results file to write")
+    p.add_argument(
+        "--merge",
+        action="store_true",
+        help="keep what -o already holds beside what this run records (the faster winner of a key)",
+    )
     json_option(p, "what was captured")
     p.add_argument(
         "command_line", nargs=argparse.REMAINDER, metavar="-- COMMAND ...", help="the program to run"
@@ -38,7 +44,7 @@ def cmd_capture(args: argparse.Namespace) -> int:
     from tuned_kernels.aot.capture import capture
 
     command = program(args.command_line)
-    report = capture(args.output, command)
+    report = capture(args.output, command, merge=args.merge)
     if not report.written:
         said = (
             f"the program exited with {report.returncode} and recorded nothing; {args.output} left as it was"
@@ -51,6 +57,10 @@ def cmd_capture(args: argparse.Namespace) -> int:
         said = f"captured {report.entries} tuning decisions of {len(report.kernels)} kernels -> {args.output}"
         said += f" ({', '.join(report.kernels)})"
         said += f"\nand torch.compile's compiled graphs: {report.graphs}" if report.graphs else ""
+    if report.replaced:
+        said += f"\n(replacing the {report.replaced} entries it held; --merge keeps them)"
+    elif report.kept:
+        said += f"\n(merged with the {report.kept} entries it held)"  # the file's entries: `inspect` tells
     print(said, file=sys.stderr)
     if args.json:
         print(json.dumps({**dataclasses.asdict(report), "output": args.output}))

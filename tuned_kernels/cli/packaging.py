@@ -178,6 +178,12 @@ def index_instructions(projects: list[str], output: Path) -> str:
 
     folder = shlex.quote(str(output.resolve()))
     first = projects[0] if projects else "NAME"
+    missing = (
+        ["note: no tuned-kernels wheel in the folder: an install from it needs tuned-kernels from another "
+         "index; or put its wheel beside the bundles (pip wheel --no-deps -w DIST tuned-kernels) and index again"]
+        if projects and "tuned-kernels" not in projects
+        else []
+    )  # fmt: skip
     return "\n".join(
         [
             f"indexed {', '.join(projects) or 'nothing'} -> {output.as_posix().rstrip('/')}/",
@@ -185,6 +191,7 @@ def index_instructions(projects: list[str], output: Path) -> str:
             f"install from it:  pip install --extra-index-url http://127.0.0.1:8000/ {first}",
             "elsewhere: upload the folder to any static host (GitHub Pages, S3, nginx) and use its URL, "
             "e.g. --extra-index-url https://your.host/simple/",
+            *missing,
         ]
     )
 

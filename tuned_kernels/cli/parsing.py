@@ -4,6 +4,8 @@ that shows defaults, a subcommand with its summary, description and examples, an
 from __future__ import annotations
 
 import argparse
+import difflib
+import re
 from typing import Any, NoReturn
 
 
@@ -14,7 +16,23 @@ class Parser(argparse.ArgumentParser):
         super().__init__(formatter_class=Formatter, **kwargs)
 
     def error(self, message: str) -> NoReturn:
-        self.exit(2, f"{self.prog}: {message} (see {self.prog} --help)\n")
+        self.exit(2, f"{self.prog}: {with_suggestion(message)} (see {self.prog} --help)\n")
+
+
+def with_suggestion(message: str) -> str:
+    """argparse's `invalid choice: 'statsu' (choose from ...)` as `invalid choice: 'statsu' (did you mean
+    'status'?)` where one choice is near; the message as it is otherwise."""
+    found = re.search(r"invalid choice: (.+?) \(choose from (.*)\)$", message)
+    if found is None:
+        return message
+    given = found.group(1).strip("'\"")
+    choices = [c.strip().strip("'\"") for c in found.group(2).split(",")]
+    near = difflib.get_close_matches(given, choices, n=1)
+    return (
+        message
+        if not near
+        else f"{message[: found.start(2) - len('(choose from ')]}(did you mean {near[0]!r}?)"
+    )
 
 
 class Formatter(argparse.RawDescriptionHelpFormatter):

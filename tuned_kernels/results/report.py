@@ -109,11 +109,14 @@ def artifact_bytes_per_kernel(results: model.Results) -> dict[str, int]:
 
 def results_table(results: model.Results) -> str:
     h = results.header
+    device = h.target.device_name or "generic"
+    target = device if device.startswith(f"{h.target.arch} ") else f"{h.target.arch} ({device})"
+    tuned = [e for e in results.entries if e.kernel.name != GRAPH_KERNEL]
     lines = [
-        f"target    {h.target.arch} ({h.target.device_name or 'generic'}) -> {_bundle_name(h.target.arch)}",
+        f"target    {target} -> {_bundle_name(h.target.arch)}",
         f"compiler  {h.compiler.describe()}, triton hash {h.compiler.triton_hash[:12]}",
         f"producer  {h.producer.value} by tuned-kernels {h.tool_version} at {h.created_at}",
-        f"entries   {len(results.entries)} across {len({e.kernel.name for e in results.entries})} kernels",
+        f"entries   {len(tuned)} across {len({e.kernel.name for e in tuned})} kernels",
         f"identity  {_schemes(results)}",
         "",
     ]

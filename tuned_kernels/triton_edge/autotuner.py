@@ -29,7 +29,7 @@ from tuned_kernels.search import contenders
 from tuned_kernels.triton_edge import cache_manager, measuring
 from tuned_kernels.triton_edge.benchmarker import WallClockBenchmarker
 from tuned_kernels.triton_edge.compile import artifact_of, warmup
-from tuned_kernels.triton_edge.interpreter import defined_before_interpreting, interpreting
+from tuned_kernels.triton_edge.interpreter import defined_before_interpreting, interpret_instead, interpreting
 from tuned_kernels.triton_edge.keys import (
     autotuner_class,
     config_from_triton,
@@ -75,7 +75,7 @@ def _prune_configs(self: Any, kwargs: dict[str, Any]) -> list[Any]:
     resolver = resolving.current()
     if resolver is None:
         return list(original(self, kwargs))
-    if defined_before_interpreting(self):
+    if defined_before_interpreting(self) and not interpret_instead(self):
         name = getattr(getattr(self, "base_fn", None), "__qualname__", "a kernel")
         raise TunedKernelsError(
             f"{name} was defined before tuned-kernels turned on Triton's interpreter (no GPU here): set "

@@ -1,0 +1,174 @@
+"""What a user is told, in real processes where they meet it: where tuned misses went, which bundle was
+given and not used and why, where hits came from, why a stored config was not served; what `capture`
+does to a file already there, to a folder not there yet, and when stopped with Ctrl-C; and the commands'
+words (a misspelled command, `inspect`'s target, `index` without the tool's own wheel)."""
+
+from __future__ import annotations
+
+import dataclasses
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from tests import factories
+from tuned_kernels import model
+from tuned_kernels.results import read_results, write_results
+
+ROOT = Path(__file__).resolve().parents[1]
+APP = (ROOT / "tests/corpora/previous_release/app.py").read_text()  # `python app.py N ...`: one key per N
+CHECK = 'assert torch.allclose(y, x * FACTOR.value), "wrong result"'
+SLOW = APP.replace(CHECK, CHECK + '; __import__("time").sleep(0.1)')  # a capture to stop midway
+
+
+def _run(args: list[str], cwd: Path, **env: str) -> subprocess.CompletedProcess[str]:
+    mine = {k: v for k, v in os.environ.items() if not k.startswith("TUNED_KERNELS")}
+    full = {**mine, "TRITON_INTERPRET": "1", "TUNED_KERNELS_CACHE_DIR": str(cwd / "overlay"), **env}
+    return subprocess.run(args, cwd=cwd, env=full, capture_output=True, text=True, timeout=240)
+
+
+def _tool(cwd: Path, *args: str, **env: str) -> subprocess.CompletedProcess[str]:
+    return _run([sys.executable, "-m", "tuned_kernels", *args], cwd, **env)
+
+
+def _said(out: subprocess.CompletedProcess[str]) -> list[str]:
+    return [line for line in out.stderr.splitlines() if line.startswith("tuned-kernels")]
+
+
+@pytest.fixture(scope="module")
+def captured(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """app.py's two keys (n=100, n=300) captured into app.pb."""
+    work = tmp_path_factory.mktemp("captured")
+    (work / "app.py").write_text(APP)
+    out = _tool(work, "capture", "-o", "app.pb", "--", sys.executable, "app.py", "100", "300")
+    assert out.returncode == 0, out.stderr[-3000:]
+    return work / "app.pb"
+
+
+def _serve(cwd: Path, paths: str, **env: str) -> subprocess.CompletedProcess[str]:
+    (cwd / "app.py").write_text(APP)
+    verbose = {"TUNED_KERNELS": "1", "TUNED_KERNELS_PATH": paths, "TUNED_KERNELS_VERBOSE": "1"}
+    out = _run([sys.executable, "app.py", "100", "300"], cwd, **{**verbose, **env})
+    assert out.returncode == 0, out.stderr[-3000:]
+    return out
+
+
+def test_misses_an_unwritable_overlay_cannot_keep_are_said_to_stay_in_the_process_once(
+    tmp_path: Path,
+) -> None:
+    (tmp_path / "a-file").write_text("")
+    out = _serve(tmp_path, "", TUNED_KERNELS_CACHE_DIR=str(tmp_path / "a-file"))
+    said = _said(out)
+    assert said[0].endswith("TUNED_KERNELS_CACHE_DIR=" + str(tmp_path / "a-file") + ": not a folder; the "
+                            "overlay of tuned misses is not kept")  # fmt: skip
+    assert said[2].endswith("tuned here and kept in this process only (the overlay could not be written)")
+    assert not [line for line in said if "cannot write" in line or "fell back" in line], said
+
+
+def test_a_bundle_given_and_not_used_is_said_with_why_beside_the_one_used(
+    tmp_path: Path, captured: Path
+) -> None:
+    foreign = read_results(captured)
+    sm90 = dataclasses.replace(foreign.header, target=factories.H100)
+    write_results(tmp_path / "h100.pb", dataclasses.replace(foreign, header=sm90))
+    out = _serve(tmp_path, f"h100.pb{os.pathsep}{captured}")
+    said = _said(out)
+    assert said[0] == "tuned-kernels: not used here: h100.pb: built for sm90, running cpu"
+    assert said[1] == "tuned-kernels: 2 hits, 0 misses; 0 configs benchmarked in 0.0 s"
+    assert said[2].startswith(
+        f"tuned-kernels: bundles: {captured} (not used: h100.pb: built for sm90, running"
+    )
+
+
+def test_status_says_a_bundle_path_that_names_nothing(tmp_path: Path) -> None:
+    out = _tool(tmp_path, "status", TUNED_KERNELS_PATH="nope.pb.zst")
+    assert "bundles    none found (TUNED_KERNELS_PATH=nope.pb.zst: none there)" in out.stdout
+    assert "problem    TUNED_KERNELS_PATH names nope.pb.zst: no such file or folder" in out.stdout
+
+
+def test_hits_from_the_users_overlay_are_said_to_come_from_it(tmp_path: Path) -> None:
+    first, second = _serve(tmp_path, ""), _serve(tmp_path, "")
+    assert "tuned-kernels: 0 hits, 2 misses (2 not in any bundle)" in first.stderr
+    assert "tuned-kernels: 2 hits (2 from this user's overlay), 0 misses" in second.stderr
+
+
+def test_a_stored_config_the_kernel_no_longer_has_is_tuned_once_then_served_from_the_overlay(
+    tmp_path: Path, captured: Path
+) -> None:
+    """The kernel's configs changed since the capture (BLOCK 32 and 64 became 16 and 128): the miss says
+    so, and the config tuned then is served from the overlay from the next run on."""
+    results = read_results(captured)
+    gone = model.Config.of({"BLOCK": 48})
+    edited = tuple(
+        dataclasses.replace(e, best=gone, timings=(model.Timing(gone, 1.0),)) for e in results.entries
+    )
+    write_results(tmp_path / "old.pb", dataclasses.replace(results, entries=edited))
+    first, second = _serve(tmp_path, "old.pb"), _serve(tmp_path, "old.pb")
+    assert "tuned-kernels: 0 hits, 2 misses (2 configs changed)" in first.stderr, first.stderr[-2000:]
+    assert first.stderr.count("is not one of the configs of app.scale_kernel; tuning instead") == 1
+    assert "tuned-kernels: 2 hits (2 from this user's overlay), 0 misses" in second.stderr, second.stderr
+
+
+def test_capture_onto_a_bundle_says_it_replaced_it_and_merges_when_asked(
+    tmp_path: Path, captured: Path
+) -> None:
+    (tmp_path / "app.py").write_text(APP)
+    out = tmp_path / "deep" / "er" / "app.pb"  # a folder not there yet is made
+    first = _tool(tmp_path, "capture", "-o", str(out), "--", sys.executable, "app.py", "100", "300")
+    assert first.returncode == 0 and "replacing" not in first.stderr, first.stderr[-2000:]
+    again = _tool(tmp_path, "capture", "-o", str(out), "--", sys.executable, "app.py", "500")
+    assert again.stderr.splitlines()[-1] == "(replacing the 2 entries it held; --merge keeps them)"
+    assert [e.key[0] for e in read_results(out).entries] == [500]
+    merged = _tool(tmp_path, "capture", "--merge", "-o", str(out), "--", sys.executable, "app.py", "100")
+    assert merged.stderr.splitlines()[-1] == "(merged with the 1 entries it held)"
+    assert sorted(e.key[0] for e in read_results(out).entries) == [100, 500]
+
+
+def test_capture_stopped_with_ctrl_c_keeps_what_was_tuned_before(tmp_path: Path) -> None:
+    (tmp_path / "app.py").write_text(SLOW)
+    sizes = [str(n) for n in range(100, 3100, 100)]  # 30 keys, a tenth of a second apart at least
+    env = {**os.environ, "TRITON_INTERPRET": "1", "TUNED_KERNELS_CACHE_DIR": str(tmp_path / "overlay")}
+    argv = [sys.executable, "-m", "tuned_kernels", "capture", "-o", "app.pb", "--", sys.executable, "app.py"]
+    # a terminal's Ctrl-C: SIGINT to the foreground process group, capture and the program alike
+    proc = subprocess.Popen(
+        [*argv, *sizes], cwd=tmp_path, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+        start_new_session=True,
+    )  # fmt: skip
+    deadline = time.monotonic() + 120
+    work = list(tmp_path.glob(".capturing-*app.pb"))
+    while time.monotonic() < deadline and (not work or len(read_results(work[0]).entries) < 2):
+        time.sleep(0.2)  # until the program has recorded two keys (polling; no sleep decides the outcome)
+        work = list(tmp_path.glob(".capturing-*app.pb"))
+    os.killpg(proc.pid, signal.SIGINT)
+    _, err = proc.communicate(timeout=120)
+    assert proc.returncode == 130, err[-2000:]
+    kept = read_results(tmp_path / "app.pb").entries
+    assert 2 <= len(kept) < 30 and err.splitlines()[-1].startswith(f"captured {len(kept)} tuning decisions")
+
+
+def test_a_misspelled_command_gets_the_nearest_one(tmp_path: Path) -> None:
+    out = _tool(tmp_path, "statsu")
+    assert out.returncode == 2
+    assert out.stderr.strip() == (
+        "tuned-kernels: argument COMMAND: invalid choice: 'statsu' (did you mean 'status'?) "
+        "(see tuned-kernels --help)"
+    )
+
+
+def test_inspect_names_the_cpu_target_once(captured: Path) -> None:
+    out = _tool(captured.parent, "inspect", str(captured))
+    assert out.stdout.splitlines()[0] == "target    cpu (Triton interpreter) -> tuned-kernels-cpu"
+
+
+def test_an_index_without_the_tools_own_wheel_says_what_an_install_from_it_needs(
+    tmp_path: Path, captured: Path
+) -> None:
+    built = _tool(tmp_path, "build-wheel", str(captured), "--name", "app-tuned", "-o", "dist")
+    assert built.returncode == 0, built.stderr[-2000:]
+    out = _tool(tmp_path, "index", "dist", "-o", "site")
+    assert out.returncode == 0, out.stderr[-2000:]
+    assert "note: no tuned-kernels wheel in the folder" in out.stdout
