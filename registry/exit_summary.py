@@ -57,11 +57,15 @@ def exit_summary(summary: Mapping[str, Any]) -> list[str]:
 
         lines.append(f"fell back: {described(fell_back)}")
     graphs = summary.get("graphs", {})
-    if any(graphs.get(k) for k in ("files_placed", "files_present", "files_removed", "fxgraph_misses")):
+    shown = ("files_placed", "files_present", "files_removed", "fxgraph_misses", "objects_compiled")
+    if any(graphs.get(k) for k in shown):
+        objects = graphs.get("objects_compiled", [])
         lines.append(
             f"torch.compile graphs: {graphs.get('fxgraph_hits', 0)} found in Inductor's cache, "
-            f"{graphs.get('fxgraph_misses', 0)} compiled here; bundle files placed there: "
-            f"{graphs['files_placed']} (and {graphs['files_present']} already there)"
+            f"{graphs.get('fxgraph_misses', 0)} compiled here"
+            + (f", and {len(objects)} C++ objects ({first_named(objects, len(objects))})" if objects else "")
+            + f"; bundle files placed there: {graphs['files_placed']} (and {graphs['files_present']} already "
+            "there)"
             + (
                 f"; taken out, no bundle offers them now: {graphs['files_removed']}"
                 if graphs.get("files_removed")

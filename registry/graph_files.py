@@ -5,6 +5,7 @@ and not when `TUNED_KERNELS_COMPILED=0`. What is not offered is said once per bu
 
 from __future__ import annotations
 
+import time
 from collections.abc import Callable, Collection, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -83,6 +84,11 @@ def place_graphs(
     the files placed by earlier runs from bundles that are gone or, found here (`known`), offer them no
     more (placed_record.py); a file that fails its checks is said once per bundle and left out, an
     unwritable directory once (Inductor compiles)."""
+    stats.watched_inductor_cache = (
+        str(cache_dir),
+        time.time(),
+        frozenset(str(f.entry.key[0]) for f in offered),
+    )
     if not offered and not (cache_dir / placed_record.RECORD).exists():
         return
     try:

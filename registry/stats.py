@@ -1,5 +1,6 @@
 """What serving did in this process: keys served (per file that answered), misses and why, configs
-benchmarked and the seconds it took. Counted from decisions and measured misses, never from files."""
+benchmarked and the seconds it took. Counted from decisions and measured misses, never from files; what
+Inductor compiled into its cache directory is found there when asked (`watched_inductor_cache`)."""
 
 from __future__ import annotations
 
@@ -25,6 +26,8 @@ class Stats:
     graph_files_present: int = 0  # ... found there already (left as they were)
     graph_files_refused: int = 0  # ... not placed: they failed their checks
     graph_files_removed: int = 0  # placed by an earlier run, taken out: no bundle offers them now
+    # Inductor's cache directory, the time.time() serving began there, and the files the bundles offered it
+    watched_inductor_cache: tuple[str, float, frozenset[str]] | None = None
     _lock: threading.Lock = field(default_factory=threading.Lock, repr=False, compare=False)
 
     def count(

@@ -74,17 +74,19 @@ def summary(
     }
 
 
-def graph_summary(stats: Stats) -> dict[str, int]:
+def graph_summary(stats: Stats) -> dict[str, Any]:
     """torch.compile's graphs in this process: the bundles' files placed in Inductor's cache directory, and
     Inductor's own counts of graphs found in its caches and compiled."""
-    from tuned_kernels.inductor_edge.graphs import graph_counts
+    from tuned_kernels.inductor_edge.graphs import graph_counts, objects_compiled_since
 
+    watched = stats.watched_inductor_cache
     return {
         "files_placed": stats.graph_files_placed,
         "files_present": stats.graph_files_present,
         "files_refused": stats.graph_files_refused,
         "files_removed": stats.graph_files_removed,
         **graph_counts(),
+        "objects_compiled": objects_compiled_since(*watched) if watched is not None else [],
     }
 
 

@@ -98,12 +98,15 @@ def test_a_captured_graph_is_served_elsewhere_without_compiling(captured: Path, 
     }
     compiled_here = {p.relative_to(served.cache).as_posix() for p in served.cache.glob("*/*.so")} - shipped
     assert compiled_here == set()  # every C++ object the graphs load came with them
-    assert "torch.compile graphs: 2 found in Inductor's cache, 0 compiled here" in served.stderr
+    assert "torch.compile graphs: 2 found in Inductor's cache, 0 compiled here; bundle files" in served.stderr
 
 
 def test_graphs_are_not_served_with_compiled_kernels_off(captured: Path, tmp_path: Path) -> None:
-    served = run_app(tmp_path / "off", bundle=captured, TUNED_KERNELS_COMPILED="0")
-    assert served.graphs["fxgraph_misses"] == 2 and served.warnings == []  # Inductor compiled both graphs
+    served = run_app(tmp_path / "off", bundle=captured, verbose=True, TUNED_KERNELS_COMPILED="0")
+    assert served.graphs["fxgraph_misses"] == 2  # Inductor compiled both graphs, and their C++ objects:
+    compiled = sorted(p.relative_to(served.cache).as_posix() for p in served.cache.glob("*/*.so"))
+    (line,) = [w for w in served.warnings if w.startswith("tuned-kernels: torch.compile graphs:")]
+    assert compiled and f"2 compiled here, and {len(compiled)} C++ objects ({compiled[0]}" in line, line
 
 
 @pytest.mark.parametrize("then", ["bundle-removed", "compiled-off"])

@@ -198,6 +198,27 @@ def install(stored: Iterable[tuple[model.Entry, BlobLookup]], cache_dir: Path) -
     return placed
 
 
+MAX_OBJECTS_LISTED = 10_000  # C++ objects looked at in Inductor's cache directory when a process ends
+
+
+def objects_compiled_since(cache_dir: str, since: float, offered: frozenset[str]) -> list[str]:
+    """The C++ objects (`*/*.so`, as Inductor's cache directory holds them) written there since `since`
+    (time.time()) that no bundle offered: those Inductor compiled in this process (or in a process
+    beside it). Their paths relative to `cache_dir`; the first MAX_OBJECTS_LISTED looked at."""
+    import itertools
+
+    root = Path(cache_dir)
+    found = []
+    for path in itertools.islice(root.glob("*/*.so"), MAX_OBJECTS_LISTED):
+        relative = path.relative_to(root).as_posix()
+        try:
+            if relative not in offered and path.stat().st_mtime >= since:
+                found.append(relative)
+        except OSError:
+            continue
+    return sorted(found)
+
+
 def graph_counts() -> dict[str, int]:
     """Inductor's own counts of this process's graph look-ups (0 where Inductor was not used)."""
     import sys
