@@ -1,7 +1,8 @@
-"""What a user is told, in real processes where they meet it: where tuned misses went, which bundle was
-given and not used and why, where hits came from, why a stored config was not served; what `capture`
-does to a file already there, to a folder not there yet, and when stopped with Ctrl-C; and the commands'
-words (a misspelled command, `inspect`'s target, `index` without the tool's own wheel)."""
+"""What a user is told, in real processes where they meet it: where tuned misses went (and that a miss at a
+program's very end does reach the overlay), which bundle was given and not used and why, where hits came
+from, why a stored config was not served; what `capture` does to a file already there, to a folder not
+there yet, and when stopped with Ctrl-C; the commands' words (a misspelled command, `inspect`'s target,
+`index` without the tool's own wheel); and that a graph file keyed outside Inductor's cache is refused."""
 
 from __future__ import annotations
 
@@ -172,3 +173,78 @@ def test_an_index_without_the_tools_own_wheel_says_what_an_install_from_it_needs
     out = _tool(tmp_path, "index", "dist", "-o", "site")
     assert out.returncode == 0, out.stderr[-2000:]
     assert "note: no tuned-kernels wheel in the folder" in out.stdout
+
+
+def _summary(**changes: object) -> dict[str, object]:
+    """A process's summary (registry.summary's shape) with `changes`."""
+    base: dict[str, object] = {
+        "hits": 0, "nearest": 0, "misses": 0, "misses_by_reason": {}, "configs_benchmarked": 0,
+        "seconds_tuning": 0.0, "changed_kernels": {}, "selected": [], "rejected": [], "served_from": {},
+        "overlay": {"path": "o.pb", "kept": True}, "missed_keys": [], "fallbacks": {},
+        "compiled_kernels": {"served": 0, "compiled_here": None, "compiled_here_names": []},
+    }  # fmt: skip
+    return {**base, **changes}
+
+
+def test_the_summary_names_four_missed_keys_and_counts_the_rest() -> None:
+    from tuned_kernels.registry.exit_summary import exit_summary
+
+    keys = [["app.k", [str(n)]] for n in range(6)]
+    (missed,) = [line for line in exit_summary(_summary(misses=6, missed_keys=keys)) if "missed:" in line]
+    assert missed == (
+        "tuned-kernels: missed: app.k (0); app.k (1); app.k (2); app.k (3) and 2 more; tuned here and kept in "
+        "o.pb (every environment of this user)"
+    )
+
+
+def test_a_miss_at_a_programs_very_end_reaches_a_full_overlay(tmp_path: Path) -> None:
+    """The overlay at its bound makes each write a long rewrite: a program that misses a key and ends at
+    once (no stats(), no summary) still leaves it there, and the next run is served it."""
+    from tuned_kernels.hardware import compiler_fingerprint, target_for_arch
+
+    from tuned_kernels.results.overlay import MAX_ENTRIES, overlay_file_name
+
+    target = target_for_arch("cpu")
+    compiler = compiler_fingerprint(target)
+    header = model.Header(target, compiler, model.Producer.CAPTURE, "0.1.0", "2026-11-27T00:00:00Z")
+    filler = [factories.entry("other.kernel", key=(n, "torch.float32")) for n in range(MAX_ENTRIES)]
+    full = model.Results(header, tuple(sorted(filler, key=model.entry_sort_key)))
+    write_results(tmp_path / "overlay" / overlay_file_name(target.arch, compiler), full)
+    (tmp_path / "app.py").write_text(APP)
+    first = _run([sys.executable, "app.py", "100"], tmp_path, TUNED_KERNELS="1")
+    assert first.returncode == 0 and first.stderr == "", first.stderr[-2000:]
+    second = _run([sys.executable, "app.py", "100"], tmp_path, TUNED_KERNELS="1", TUNED_KERNELS_VERBOSE="1")
+    assert "tuned-kernels: 1 hits (1 from this user's overlay), 0 misses" in second.stderr, second.stderr
+
+
+@pytest.mark.parametrize(
+    ("key", "kind"),
+    [
+        ("../../escaped.py", None),
+        ("../../escaped.py", "fxgraph"),
+        ("fxgraph/ab/../../../escaped.py", "fxgraph"),
+    ],
+)
+def test_a_graph_file_keyed_outside_inductors_cache_is_never_written(
+    tmp_path: Path, key: str, kind: str | None
+) -> None:
+    """Whatever kind its config names (or none), a stored graph file whose key is not one of Inductor's
+    path shapes is refused, and nothing is written outside the cache directory."""
+    import hashlib
+
+    from tuned_kernels.inductor_edge import graphs
+
+    data = b"import os; os.system('echo escaped')\n"
+    digest = hashlib.sha256(data).hexdigest()
+    config = model.Config.of({graphs.KIND: kind} if kind else {"BLOCK": 1})
+    files = (model.ArtifactFile("escaped.py", digest, len(data)),)
+    entry = model.Entry(
+        kernel=graphs.identity(), key=(key,), best=config, timings=(model.Timing(config, 0.0),),
+        artifacts=(model.Artifact("0" * 64, "cpu", files, config),),
+    )  # fmt: skip
+    cache = tmp_path / "a" / "b"
+    cache.mkdir(parents=True)
+    placed = graphs.install([(entry, {digest: data}.get)], cache)
+    assert (placed.written, len(placed.refused)) == (0, 1)
+    assert placed.refused[0].endswith("is not a path Inductor's caches use")
+    assert sorted(p.name for p in tmp_path.rglob("*") if p.is_file()) == []
