@@ -72,7 +72,7 @@ def capture(output: str, command: Sequence[str], merge: bool = False) -> Capture
             write_results(work, model.Results(_header()))
         results = read_results(work)
         if merge and before is not None:
-            write_results(work, _merged(before, results))
+            _merge_into(work, before, results, path)
         os.replace(work, path)
     finally:
         work.unlink(missing_ok=True)
@@ -124,7 +124,18 @@ def _run(command: Sequence[str], env: dict[str, str]) -> int:
             with contextlib.suppress(subprocess.TimeoutExpired, KeyboardInterrupt):
                 child.wait(timeout=30 if ask is None else 10)
                 break
-        return 130
+        return 130 if child.returncode in (None, -signal.SIGINT) else child.returncode
+
+
+def _merge_into(work: Path, before: model.Results, now: model.Results, path: Path) -> None:
+    """`work` rewritten as `before` and `now` merged; where they do not merge (the program ran with another
+    target or compiler than this process), what it recorded is kept beside `path` and the error names it."""
+    try:
+        write_results(work, _merged(before, now))
+    except TunedKernelsError as exc:
+        kept = path.with_name(f"{path.name}.unmerged-{os.getpid()}{''.join(path.suffixes)}")
+        os.replace(work, kept)
+        raise TunedKernelsError(f"--merge: {exc}; what this run recorded is in {kept}") from None
 
 
 def _merged(before: model.Results, now: model.Results) -> model.Results:

@@ -33,12 +33,12 @@ from pathlib import Path
 from typing import Any
 
 from tuned_kernels.aot.corpus_loader import load_corpus, select_families
-from tuned_kernels.aot.kinds import ChoiceOfImplementations, kind_of, longest_first
+from tuned_kernels.aot.kinds import ChoiceOfImplementations, kind_of
 from tuned_kernels.aot.progress import Progress, ProgressEvent
 from tuned_kernels.aot.tune_command import TuneRequest, header_now, tuner_for
 from tuned_kernels.aot.tune_report import TuneReport, TuneTimes, combined, merge_reports, time_split
 from tuned_kernels.aot.tune_run import TuneRun
-from tuned_kernels.aot.tuner import distinct_keys
+from tuned_kernels.aot.tuner import tuning_order
 from tuned_kernels.aot.work import EVERY_ITEM, WorkItem, visible_device_id, work_items
 
 from tuned_kernels import model
@@ -132,8 +132,8 @@ def run_on_dask(
     start, started = time.monotonic(), time.time()
     request = dataclasses.replace(request, corpus=_absolute(request.corpus))
     families = select_families(load_corpus(request.corpus), request.kernels)
-    items = longest_first(work_items(families, request.shapes, request.options.shard))
-    kept = distinct_keys(items)  # indices into `items`, which each worker makes alike
+    items = work_items(families, request.shapes, request.options.shard)  # each worker makes them alike
+    kept = tuning_order(items)  # the indices of `items` to tune, in order: found here, once
     with _client(distributed, address, timeout_s) as client:
         workers = _kinds_of_workers(distributed, client)
         startup = time.monotonic() - start  # the cluster up, every worker's kind known
@@ -462,7 +462,7 @@ def _prepare(spec: str) -> tuple[Sequence[WorkItem], Any]:
 
     request = TuneRequest.from_json(json.loads(spec))
     families = select_families(load_corpus(request.corpus), request.kernels)
-    items = longest_first(work_items(families, request.shapes, request.options.shard))
+    items = work_items(families, request.shapes, request.options.shard)
     tuner = tuner_for(request, detect(), lambda _: None, {})
     _WORKER_STATE[spec] = (items, tuner)
     return items, tuner

@@ -128,20 +128,25 @@ class SearchingKernel(AutotunedKernel):
         return [*found, *compiled]
 
 
-def longest_first(items: Sequence[WorkItem]) -> list[WorkItem]:
-    """`items` in the order that keeps GPUs busy when several take keys from one list: the longest first
-    (the most configs to time, then the largest problem), so the keys left when the first GPU runs out of
-    work are short ones. Kernels that search their configs themselves count as the longest; keys of
-    implementation choices stay last, after the kernels whose winners they time. The sort is stable."""
+def longest_first(items: Sequence[WorkItem]) -> list[int]:
+    """The indices of `items` in the order that keeps GPUs busy when several take keys from one list: the
+    longest first (the most configs to time, then the largest problem), so the keys left when the first
+    GPU runs out of work are short ones. Kernels that search their configs themselves count as the
+    longest; keys of implementation choices stay last, after the kernels whose winners they time. Stable."""
 
-    def cost(item: WorkItem) -> tuple[int, float, float]:
-        kind = kind_of(item.family.kernel)
+    def cost(i: int) -> tuple[int, float, float]:
+        kind = kind_of(items[i].family.kernel)
         if isinstance(kind, ChoiceOfImplementations):
             return (0, 0.0, 0.0)
-        configs = math.inf if kind.searches_itself else len(getattr(item.family.kernel, "configs", ()))
-        return (1, configs, problem_size(item.case))
+        configs = math.inf if kind.searches_itself else len(getattr(items[i].family.kernel, "configs", ()))
+        return (1, configs, problem_size(items[i].case))
 
-    return sorted(items, key=cost, reverse=True)
+    return sorted(range(len(items)), key=cost, reverse=True)
+
+
+def is_choice(item: WorkItem) -> bool:
+    """Whether `item` is an implementation choice (tuned after the kernels it chooses between)."""
+    return isinstance(kind_of(item.family.kernel), ChoiceOfImplementations)
 
 
 def kind_of(kernel: Any) -> KernelKind:

@@ -22,11 +22,11 @@ from typing import Any
 
 from tuned_kernels.aot import tune_run
 from tuned_kernels.aot.corpus_loader import load_corpus, select_families
-from tuned_kernels.aot.kinds import longest_first
+from tuned_kernels.aot.kinds import is_choice
 from tuned_kernels.aot.progress import Progress, ProgressEvent
 from tuned_kernels.aot.tune_report import TuneOptions, TuneReport, merge_reports, time_split
-from tuned_kernels.aot.tuner import Tuner, distinct_keys
-from tuned_kernels.aot.work import EVERY_ITEM, Claims, visible_device_id, work_items
+from tuned_kernels.aot.tuner import Tuner, tuning_order
+from tuned_kernels.aot.work import EVERY_ITEM, Claims, WorkItem, visible_device_id, work_items
 from tuned_kernels.hardware import compiler_fingerprint, detect
 
 from tuned_kernels import model, resolving
@@ -123,10 +123,12 @@ def _tune_here(
     created_at: str,
     claims: Claims = EVERY_ITEM,
     gpu: str = "",
+    order: Sequence[int] | None = None,
 ) -> TuneReport:
     """Tunes `request` in this process (`claims`: which items are its; `gpu` names its device in the
-    report's time split, default the first one visible)."""
-    families = select_families(load_corpus(request.corpus), request.kernels)
+    report's time split, default the first one visible; `order`: the indices of the request's items to
+    tune, in order, as the process sharing the run out found them; default `tuning_order`'s)."""
+    items = items_of(request)
     header = header_now(target, model.Producer.TUNE, created_at)
     done: dict[model.EntrySlot, model.Entry] = {}
     blobs: dict[str, bytes] = {}
@@ -142,14 +144,20 @@ def _tune_here(
     progress = Progress(sys.stderr)
     tuner = tuner_for(request, target, progress, blobs)
     with resolving.installed(None):  # the tuner measures configs itself: bundles must not answer for it
-        items = longest_first(work_items(families, request.shapes, request.options.shard))
-        kept = distinct_keys(items)
-        report = tune_run.tune(tuner, [items[i] for i in kept], done, save, claims, gpu)
-    report.cases, report.same_key = len(items), len(items) - len(kept)
+        tuned = tuning_order(items) if order is None else order
+        report = tune_run.tune(tuner, [items[i] for i in tuned], done, save, claims, gpu)
+    report.cases = len(items)
+    report.same_key = len(items) - len(tuned) if order is None else 0  # else the sharing process's count
     progress.close()
     if not Path(request.output).exists():
         save(done)  # an empty shard still writes a valid file
     return report
+
+
+def items_of(request: TuneRequest) -> list[WorkItem]:
+    """The request's work items, in the corpus's order (alike in every process)."""
+    families = select_families(load_corpus(request.corpus), request.kernels)
+    return work_items(families, request.shapes, request.options.shard)
 
 
 def tuner_for(
@@ -177,28 +185,38 @@ def _run_workers(request: TuneRequest, gpus: int, target: model.Target, created_
         if resume:  # every participant skips the keys finished earlier
             for part in parts:
                 shutil.copyfile(request.output, part)
-        procs = [_start_worker(request, gpu, parts[gpu], claims, resume) for gpu in range(1, gpus)]
+        items = items_of(request)
+        with resolving.installed(None):
+            order = tuning_order(items)
+        shared = [i for i in order if not is_choice(items[i])]
+        procs = [_start_worker(request, gpu, parts[gpu], claims, resume, shared) for gpu in range(1, gpus)]
         try:
             mine = dataclasses.replace(request, output=parts[0])
-            own = _tune_here(mine, target, created_at, ClaimFolder(claims), f"GPU {visible_device_id(0)}")
+            claimed = ClaimFolder(claims)
+            own = _tune_here(mine, target, created_at, claimed, f"GPU {visible_device_id(0)}", shared)
         finally:
             failed = [gpu for gpu, p in enumerate(procs, 1) if p.wait() != 0]
         merged = _merge_parts(parts, target, created_at, request.output)
         reports = [own, *(_worker_report(part) for part in parts[1:])]
+    later = [i for i in order if is_choice(items[i])]
+    if later:  # implementation choices time the kernels tuned before them with every GPU's winners
+        again = dataclasses.replace(request, resume=True)  # from the merged file
+        reports.append(_tune_here(again, target, created_at, gpu=f"GPU {visible_device_id(0)}", order=later))
     report = merge_reports(reports, time.monotonic() - start)
     report.failed += [f"worker on GPU {gpu} failed" for gpu in failed]
-    report.cases = max(report.cases, len(merged.entries))
+    report.cases, report.same_key = max(report.cases, len(merged.entries)), len(items) - len(order)
     return report
 
 
 def _start_worker(
-    request: TuneRequest, gpu: int, part: str, claims: Path, resume: bool
+    request: TuneRequest, gpu: int, part: str, claims: Path, resume: bool, order: Sequence[int]
 ) -> subprocess.Popen[bytes]:
     spec = claims.parent / f"worker{gpu}.json"
     work = {
         "request": dataclasses.replace(request, output=part, resume=resume).to_json(),
         "claims": str(claims),
         "gpu": f"GPU {visible_device_id(gpu)}",
+        "order": list(order),
     }
     spec.write_text(json.dumps(work))
     env = {**os.environ, "CUDA_VISIBLE_DEVICES": visible_device_id(gpu)}
@@ -215,7 +233,8 @@ def run_worker(spec: Path) -> int:
     interpret_without_gpu()
     work = json.loads(spec.read_text())
     request = TuneRequest.from_json(work["request"])
-    report = _tune_here(request, detect(), utc_now(), ClaimFolder(Path(work["claims"])), work["gpu"])
+    claims = ClaimFolder(Path(work["claims"]))
+    report = _tune_here(request, detect(), utc_now(), claims, work["gpu"], work["order"])
     _report_path(request.output).write_text(json.dumps(dataclasses.asdict(report)))
     return 0
 

@@ -59,6 +59,7 @@ class TuneRun:
         self.gpu = gpu or this_gpu(tuner.target)
         self.began: float | None = None  # time.time() when its first key started
         self.keys = 0
+        self.measuring: model.EntrySlot | None = None  # the slot of the key being measured
         self.report = TuneReport(cases=len(items))
         self.start = time.monotonic()
         self.ahead: dict[int, tuple[model.EntrySlot, Probed, Compiling] | None] = {}
@@ -111,7 +112,7 @@ class TuneRun:
                 return
             probed = self.tuner.key_of(item)
             slot = slot_of(item, probed)
-            if slot not in self.done and all(a is None or a[0] != slot for a in self.ahead.values()):
+            if slot not in self.done and slot != self.measuring:  # one key, two cases: tuned once
                 compiling = self.tuner.start_compiling(self.compilers, item.family.kernel, probed[1])
                 self.ahead[i] = (slot, probed, compiling)
         except LaunchesAnother as exc:
@@ -135,6 +136,7 @@ class TuneRun:
             self.progress(n, item, summary="done earlier, skipped")
             return False
         slot, probed, compiling = prepared
+        self.measuring = slot
         self.prepare(self.claimed.next_mine(n))  # the next key's space compiles while this one is measured
         times = self.tuner.times
         t0, waited = time.monotonic(), times.compile

@@ -16,7 +16,7 @@ from typing import Any
 
 from tuned_kernels.aot.corpus import Case, KernelFamily
 from tuned_kernels.aot.heuristics import seeds_for
-from tuned_kernels.aot.kinds import kind_of
+from tuned_kernels.aot.kinds import kind_of, longest_first
 from tuned_kernels.aot.progress import ProgressEvent
 from tuned_kernels.aot.tune_report import TuneOptions, TuneTimes
 from tuned_kernels.aot.work import (
@@ -132,7 +132,7 @@ class Tuner:
             key=key,
             best=ranked[0][2],
             timings=tuple(model.Timing(c, t) for t, _, c in ranked[:KEEP_TIMINGS]),
-            rejected=tuple(rejected),
+            rejected=tuple(sorted(rejected, key=lambda r: repr(r.config))),  # not in compile-finish order
             found_by=found_by,
             configs_benchmarked=len(measured),
             artifacts=self._artifacts(kernel, named, keep),
@@ -217,6 +217,14 @@ def distinct_keys(items: Sequence[WorkItem]) -> list[int]:
             seen.add(slot)
             kept.append(i)
     return kept
+
+
+def tuning_order(items: Sequence[WorkItem]) -> list[int]:
+    """The indices of `items` (a shard's items in the corpus's order, alike in every process) in the order
+    to tune them: the longest first, one case per key. Found once, by the process that shares a run out,
+    and sent as indices: a kernel's config list may depend on the GPU it was imported on."""
+    order = longest_first(items)
+    return [order[i] for i in distinct_keys([items[j] for j in order])]
 
 
 def searched(

@@ -7,6 +7,7 @@ for the key files TUNED_KERNELS_TRUSTED_KEYS names (read as serving reads them).
 
 from __future__ import annotations
 
+import contextlib
 import difflib
 import os
 from collections.abc import Callable, Mapping
@@ -47,23 +48,29 @@ CHOICES: dict[str, tuple[str, ...] | None] = {
     "TUNED_KERNELS_REPORT": None,  # set by `tuned-kernels coverage`
     "TUNED_KERNELS_GPU_TESTS": None,  # the test suite's GPU tests (ci/gpu_run.sh)
 }
+FOLDERS = ("dir", "empty", "missing")  # what TUNED_KERNELS_CACHE_DIR may name (a missing one is made)
 KindOf = Callable[[str], str]  # "file", "dir", "empty" (a folder holding no results file), "missing", "other"
 
 
 def kind_of_path(path: str) -> str:
     if os.path.isdir(path):
-        from pathlib import Path
-
-        from tuned_kernels.errors import TunedKernelsError
-        from tuned_kernels.results.locate import results_files_in
-
-        try:
-            return "dir" if results_files_in(Path(path), bounded=True) else "empty"
-        except (TunedKernelsError, OSError):  # too many to list: reading it says so
-            return "dir"
+        return "dir"
     if os.path.isfile(path):
         return "file"
     return "missing" if not os.path.lexists(path) else "other"
+
+
+def kind_of_bundle_path(path: str) -> str:
+    """As `kind_of_path`, and "empty" for a folder holding no results file."""
+    kind = kind_of_path(path)
+    if kind == "dir":
+        from pathlib import Path
+
+        from tuned_kernels.results.locate import holds_results_file
+
+        with contextlib.suppress(OSError):
+            return "dir" if holds_results_file(Path(path)) else "empty"
+    return kind
 
 
 def path_problem(path: str, kind_of: KindOf) -> str:
@@ -89,12 +96,14 @@ def has_gpu() -> bool:
         return True
     import torch
 
-    return bool(torch.cuda.is_available())
+    return torch.cuda.device_count() > 0  # NVML's count: CUDA is not initialised (forked children keep it)
 
 
 def environment_problems(
-    environ: Mapping[str, str], kind_of: KindOf = kind_of_path, gpu_present: Callable[[], bool] = has_gpu
+    environ: Mapping[str, str], kind_of: KindOf | None = None, gpu_present: Callable[[], bool] = has_gpu
 ) -> list[str]:
+    """Each setting in `environ` that cannot be honoured, in one line (`kind_of`: what a path names; by
+    default the file system, folders of bundles looked into)."""
     problems = []
     for name in sorted(n for n in environ if n == "TUNED_KERNELS" or n.startswith("TUNED_KERNELS_")):
         value = environ[name].strip()
@@ -120,7 +129,9 @@ def environment_problems(
         elif name == "TUNED_KERNELS_MISS_JOBS" and value and count(value) is None:
             problems.append(f"{name}={shown}: takes a whole number from 1 to {MAX_MISS_JOBS}; ignored")
         elif name == "TUNED_KERNELS_PATH":
-            problems += [path_problem(p, kind_of) for p in value.split(os.pathsep) if p]
+            problems += [
+                path_problem(p, kind_of or kind_of_bundle_path) for p in value.split(os.pathsep) if p
+            ]
             problems = [p for p in problems if p]
         elif name == "TUNED_KERNELS_TRUSTED_KEYS" and value:
             problems += [
@@ -129,8 +140,6 @@ def environment_problems(
                 for e in (e.strip() for e in value.split(","))
                 if e and key_named(e) is None
             ]
-        elif (
-            name == "TUNED_KERNELS_CACHE_DIR" and value and kind_of(value) not in ("dir", "empty", "missing")
-        ):
+        elif name == "TUNED_KERNELS_CACHE_DIR" and value and (kind_of or kind_of_path)(value) not in FOLDERS:
             problems.append(f"{name}={shown}: not a folder; the overlay of tuned misses is not kept")
     return problems

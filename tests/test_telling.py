@@ -248,3 +248,17 @@ def test_a_graph_file_keyed_outside_inductors_cache_is_never_written(
     assert (placed.written, len(placed.refused)) == (0, 1)
     assert placed.refused[0].endswith("is not a path Inductor's caches use")
     assert sorted(p.name for p in tmp_path.rglob("*") if p.is_file()) == []
+
+
+def test_capture_merge_onto_another_targets_bundle_stops_before_the_program_runs(
+    tmp_path: Path, captured: Path
+) -> None:
+    results = read_results(captured)
+    write_results(tmp_path / "h100.pb", dataclasses.replace(results, header=dataclasses.replace(
+        results.header, target=factories.H100)))  # fmt: skip
+    held = (tmp_path / "h100.pb").read_bytes()
+    (tmp_path / "app.py").write_text(APP.replace("import sys\n", "import sys\nprint('ran')\n", 1))
+    out = _tool(tmp_path, "capture", "--merge", "-o", "h100.pb", "--", sys.executable, "app.py")
+    assert out.returncode == 1 and "ran" not in out.stdout, out.stdout
+    assert [line.split(": ", 1)[0] for line in out.stderr.splitlines()] == ["tuned-kernels capture"]
+    assert (tmp_path / "h100.pb").read_bytes() == held  # left as it was

@@ -399,7 +399,7 @@ def test_keys_are_tuned_longest_first_and_implementation_choices_last(
         return KernelFamily(name, kernel, lambda *_: {}, lambda _: None, lambda _: None, (0, 0), {"s": cases})
 
     items = work_items([family(*f) for f in families], "s", (0, 1))
-    assert [f"{i.family.name}:{i.case['n']}" for i in longest_first(items)] == order
+    assert [f"{items[i].family.name}:{items[i].case['n']}" for i in longest_first(items)] == order
 
 
 def test_a_keys_configs_are_measured_as_their_compiles_finish() -> None:

@@ -44,6 +44,19 @@ def results_files_in(root: Path, bounded: bool = False) -> list[Path]:
     return sorted(found)
 
 
+def holds_results_file(root: Path) -> bool:
+    """Whether the folder `root` holds a file with a bundle's extension (stops at the first, looks at no
+    more than MAX_LISTED entries: a folder that lists more counts as holding one; reading it says more)."""
+    listed = 0
+    for folder, folders, names in os.walk(root):
+        if any(_is_bundle_name(n) and Path(folder, n).is_file() for n in names):
+            return True
+        listed += len(folders) + len(names)
+        if listed > MAX_LISTED:
+            return True
+    return False
+
+
 def results_files_given(given: Sequence[str]) -> list[Path]:
     """The results files of paths a user typed: each must exist (a directory may hold none yet)."""
     paths = []
