@@ -60,8 +60,7 @@ class TuneRun:
         self.began: float | None = None  # time.time() when its first key started
         self.keys = 0
         self.measuring: model.EntrySlot | None = None  # the slot of the key being measured
-        self.report = TuneReport(cases=len(items))
-        self.start = time.monotonic()
+        self.report, self.start = TuneReport(cases=len(items)), time.monotonic()
         self.ahead: dict[int, tuple[model.EntrySlot, Probed, Compiling] | None] = {}
         self.other_kernel: set[int] = set()  # items whose op launches another family's kernel here
         self.searched: set[int] = set()  # items whose kernel searches its configs itself when the op runs
@@ -92,8 +91,7 @@ class TuneRun:
         report.seconds = time.monotonic() - self.start
         report.compile_seconds, report.benchmark_seconds = times.compile, times.benchmark
         report.artifact_note = report.artifacts_said(options.artifacts, artifacts_apply(self.tuner.target))
-        now = time.time()
-        spent = (times.probe, times.compile, times.measure)
+        now, spent = time.time(), (times.probe, times.compile, times.measure)
         report.gpus = [GpuTime(self.gpu, self.began or now, now, self.keys, *spent)]
         return report
 

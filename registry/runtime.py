@@ -25,7 +25,7 @@ from tuned_kernels.registry.stats import Stats
 from tuned_kernels.registry.strict import strict_stop
 
 from tuned_kernels import model
-from tuned_kernels.decision import Decision, Measured, Sources, decide, measured_entry, miss_reason
+from tuned_kernels.decision import Decision, Measured, decide, measured_entry
 from tuned_kernels.errors import TunedKernelsWarning, one_line, warn
 from tuned_kernels.resolving import Compiled
 
@@ -79,9 +79,9 @@ class Registry:
         loaded = self.load()
         decision = Decision("miss")
         if loaded.target is not None:
-            stored_as = self._stored_as(identity, loaded)
-            decision = decide(stored_as, key, fits, loaded.sources, self.settings.policy)
-            decision = decision if counted else as_probe(decision, stored_as, loaded.sources)
+            decision = decide(
+                self._stored_as(identity, loaded), key, fits, loaded.sources, self.settings.policy
+            )
         if self.settings.strict and counted:  # a probe (counted=False) tunes nothing
             stop_unless_a_bundle_serves(identity, key, decision, loaded)
         if loaded.target is None:
@@ -193,12 +193,3 @@ def stop_unless_a_bundle_serves(
     if not (decision.served and decision.source != loaded.sources.local_name):
         shown = one_line(", ".join(str(v) for v in key), 120)
         strict_stop(f"{identity.name} ({shown}) is not in the bundles; it would be tuned")
-
-
-def as_probe(decision: Decision, identity: model.KernelIdentity, sources: Sources) -> Decision:
-    """A decision asked for by a probe that takes no stored config (a Helion search forced to run): the
-    configs it found stored are not unfit, and its miss has the reason the bundles give."""
-    if not decision.unfit:
-        return decision
-    reason, changed_in = miss_reason(identity, sources)
-    return dataclasses.replace(decision, unfit=(), reason=reason, changed_in=changed_in)
