@@ -6,6 +6,7 @@ import hashlib
 import html
 import re
 import shutil
+import zipfile
 from pathlib import Path
 
 from tuned_kernels.errors import BundleError
@@ -35,6 +36,9 @@ def write_index(dist: Path, out: Path) -> list[str]:
     wheels = sorted(dist.glob("*.whl"))
     if not wheels:
         raise BundleError(f"no wheels in {dist}")
+    for wheel in wheels:  # before anything is written: pip would fail on it only when a user installs
+        if not zipfile.is_zipfile(wheel) or wheel.name.count("-") < 4:
+            raise BundleError(f"{wheel}: not a wheel (a zip file named NAME-VERSION-PY-ABI-PLATFORM.whl)")
     projects: dict[str, list[Path]] = {}
     for wheel in wheels:
         projects.setdefault(project_of(wheel), []).append(wheel)

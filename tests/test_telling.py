@@ -262,3 +262,22 @@ def test_capture_merge_onto_another_targets_bundle_stops_before_the_program_runs
     assert out.returncode == 1 and "ran" not in out.stdout, out.stdout
     assert [line.split(": ", 1)[0] for line in out.stderr.splitlines()] == ["tuned-kernels capture"]
     assert (tmp_path / "h100.pb").read_bytes() == held  # left as it was
+
+
+def test_tune_refuses_an_output_it_cannot_write_before_tuning_any_key(tmp_path: Path) -> None:
+    planted = str(ROOT / "tests" / "corpora" / "planted.py")
+    out = _tool(tmp_path, "tune", "--corpus", planted, "-o", "t.json")
+    assert out.returncode == 1 and not out.stdout
+    assert out.stderr.splitlines() == [
+        "tuned-kernels tune: t.json: unknown extension; expected one of .textproto, .textproto.zst, .txt, "
+        ".txt.zst, .pb, .pb.zst, .binpb, .binpb.zst"
+    ]  # no key's progress line: nothing was tuned first
+
+
+def test_index_refuses_a_wheel_that_is_not_one(tmp_path: Path) -> None:
+    (tmp_path / "dist").mkdir()
+    (tmp_path / "dist" / "x-1.0-py3-none-any.whl").write_text("not a zip")
+    out = _tool(tmp_path, "index", "dist", "-o", "site")
+    assert (out.returncode, out.stdout, (tmp_path / "site").exists()) == (1, "", False)
+    assert out.stderr.strip().endswith("x-1.0-py3-none-any.whl: not a wheel (a zip file named "
+                                       "NAME-VERSION-PY-ABI-PLATFORM.whl)")  # fmt: skip

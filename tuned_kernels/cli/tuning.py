@@ -124,6 +124,9 @@ def cmd_tune(args: argparse.Namespace) -> int:
         seed_files=args.seed_from or (),
         options=options,
     )
+    from tuned_kernels.results.formats import format_for
+
+    format_for(args.output)  # a bad extension fails before any key is tuned
     if args.dask:
         from tuned_kernels.aot.dask_tune import run_on_dask
 
