@@ -33,7 +33,7 @@ from pathlib import Path
 from typing import Any
 
 from tuned_kernels.aot.corpus_loader import load_corpus, select_families
-from tuned_kernels.aot.kinds import ChoiceOfImplementations, kind_of
+from tuned_kernels.aot.kinds import is_choice
 from tuned_kernels.aot.progress import Progress, ProgressEvent
 from tuned_kernels.aot.tune_command import TuneRequest, header_now, tuner_for
 from tuned_kernels.aot.tune_report import TuneReport, TuneTimes, combined, merge_reports, time_split
@@ -304,7 +304,7 @@ class _Run:
     ) -> None:
         self.client, self.items, self.files = client, items, files
         self.spec = json.dumps(request.to_json())
-        choices = {i for i in kept if isinstance(kind_of(items[i].family.kernel), ChoiceOfImplementations)}
+        choices = {i for i in kept if is_choice(items[i])}
         self.later = sorted(choices)
         self.first = [i for i in kept if i not in choices]
         starting = self.first or self.later  # a corpus of implementation choices alone starts with them

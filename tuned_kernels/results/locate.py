@@ -4,7 +4,7 @@ list directories; reading is files.py's."""
 from __future__ import annotations
 
 import os
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from pathlib import Path
 
 from tuned_kernels.errors import TunedKernelsError
@@ -33,10 +33,8 @@ def results_files_in(root: Path, bounded: bool = False) -> list[Path]:
     if not root.is_dir():
         return [root] if os.path.lexists(root) else []
     found: list[Path] = []
-    listed = 0
-    for folder, folders, names in os.walk(root):
-        listed += len(folders) + len(names)
-        found += [Path(folder, n) for n in names if _is_bundle_name(n) and Path(folder, n).is_file()]
+    for listed, files in _bundle_files_by_folder(root):
+        found += files
         if bounded and (listed > MAX_LISTED or len(found) > MAX_BUNDLE_FILES):
             raise TunedKernelsError(
                 f"{root} holds more than {MAX_BUNDLE_FILES} bundle files or {MAX_LISTED} entries; none read"
@@ -47,14 +45,16 @@ def results_files_in(root: Path, bounded: bool = False) -> list[Path]:
 def holds_results_file(root: Path) -> bool:
     """Whether the folder `root` holds a file with a bundle's extension (stops at the first, looks at no
     more than MAX_LISTED entries: a folder that lists more counts as holding one; reading it says more)."""
+    return any(files or listed > MAX_LISTED for listed, files in _bundle_files_by_folder(root))
+
+
+def _bundle_files_by_folder(root: Path) -> Iterator[tuple[int, list[Path]]]:
+    """Per folder under `root` (symbolic links to folders not followed): the entries listed so far, and the
+    regular files in it with a bundle's extension."""
     listed = 0
     for folder, folders, names in os.walk(root):
-        if any(_is_bundle_name(n) and Path(folder, n).is_file() for n in names):
-            return True
         listed += len(folders) + len(names)
-        if listed > MAX_LISTED:
-            return True
-    return False
+        yield listed, [Path(folder, n) for n in names if _is_bundle_name(n) and Path(folder, n).is_file()]
 
 
 def results_files_given(given: Sequence[str]) -> list[Path]:
