@@ -149,7 +149,8 @@ def cmd_status(args: argparse.Namespace) -> int:
         print(printable(f"  tuned    {kernel}: {count} keys"))
     from tuned_kernels.registry.environment_check import environment_problems
 
-    for problem in [*environment_problems(os.environ), *summary["problems"]]:
+    # with serving on, enabling warned of the settings' problems too: each said once
+    for problem in dict.fromkeys([*environment_problems(os.environ), *summary["problems"]]):
         if not any(rejected["reason"] in problem for rejected in summary["rejected"]):  # said above
             print(printable(f"problem    {problem}"))
     return 0
