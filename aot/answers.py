@@ -5,7 +5,7 @@ found is kept."""
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Sequence
 
 from tuned_kernels import model
 from tuned_kernels.decision import Decision, Measured, measured_entry
@@ -23,6 +23,7 @@ class TunedAnswers:
         key: model.TuningKey,
         fits: Callable[[model.Config], bool],
         counted: bool = True,  # the tuner counts nothing
+        kept: Callable[[], Sequence[model.Config]] | None = None,  # nothing predicted: every miss is tuned
     ) -> Decision:
         entry = self.entries.get(model.slot_of(identity, key))
         if entry is not None and fits(entry.best):
@@ -63,8 +64,9 @@ class SearchedAnswers(TunedAnswers):
         key: model.TuningKey,
         fits: Callable[[model.Config], bool],
         counted: bool = True,
+        kept: Callable[[], Sequence[model.Config]] | None = None,
     ) -> Decision:
-        decision = super().decide(identity, key, fits, counted)
+        decision = super().decide(identity, key, fits, counted, kept)
         if decision.served:
             self.answered += 1
             return decision

@@ -31,6 +31,7 @@ from tuned_kernels.aot.work import (
 )
 
 from tuned_kernels import model, search
+from tuned_kernels.decision import KEPT_TIMINGS
 from tuned_kernels.triton_edge.benchmarker import Benchmarker
 from tuned_kernels.triton_edge.compile import artifact_of, is_compiled_kernel, warmup
 from tuned_kernels.triton_edge.keys import config_from_triton, kernel_identity
@@ -39,7 +40,6 @@ from tuned_kernels.triton_edge.measuring import submit_compiles
 
 OnConfig = Callable[[int, int, "str | None", "float | None"], None]
 Compiling = Mapping[model.Config, "Future[None]"]  # each config of a key's space, compiling in the background
-KEEP_TIMINGS = 5  # the winner and the next best few
 
 
 class Tuner:
@@ -131,7 +131,7 @@ class Tuner:
             kernel=kernel_identity(kernel),
             key=key,
             best=ranked[0][2],
-            timings=tuple(model.Timing(c, t) for t, _, c in ranked[:KEEP_TIMINGS]),
+            timings=tuple(model.Timing(c, t) for t, _, c in ranked[:KEPT_TIMINGS]),
             rejected=tuple(sorted(rejected, key=lambda r: repr(r.config))),  # not in compile-finish order
             found_by=found_by,
             configs_benchmarked=len(measured),

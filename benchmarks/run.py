@@ -57,7 +57,7 @@ from typing import Any
 
 import inductor_warm  # each step's own module: beside this script, on its path
 from bench import Bench
-from steps import cold, hot, inductor, load, programs, quality, scaling, tune
+from steps import cold, hot, inductor, load, predict, programs, quality, scaling, tune
 from table import table
 
 ALL_STEPS = ("tune", "cold", "hot", "quality", "load", "size")
@@ -85,6 +85,8 @@ def run_step(bench: Bench, step: str, args: argparse.Namespace) -> None:
         scaling.run(bench, args.scaling_budget)
     elif step == "dask":
         scaling.dask(bench, args.scaling_budget, args.dask_kernels.split(","))
+    elif step == "predict":
+        predict.run(bench)
     elif step == "speedup":
         scaling.speedup(bench, args.speedup_runs.split(","))
     elif step in tune.MATMUL_TUNES:
@@ -105,7 +107,7 @@ def main() -> None:
     parser.add_argument(
         "--steps",
         default=",".join(ALL_STEPS),
-        help=f"comma-separated: {', '.join(ALL_STEPS)}, scaling, dask, speedup",
+        help=f"comma-separated: {', '.join(ALL_STEPS)}, scaling, dask, speedup, predict",
     )
     parser.add_argument("--repeats", type=int, default=3)
     parser.add_argument(

@@ -7,7 +7,7 @@ from __future__ import annotations
 from typing import Any
 
 import inductor_warm
-from steps import cold, helion, hot, inductor, load, miss, programs, quality, scaling, tune
+from steps import cold, helion, hot, inductor, load, miss, predict, programs, quality, scaling, tune
 
 HEADER = ["| step | what | measured | goal | met |", "|---|---|---|---|---|"]
 
@@ -26,6 +26,6 @@ def table(report: dict[str, Any]) -> str:
     t = Table()
     inductor_warm.verdicts(report, t.row)
     quality.choices_verdicts(report, t)
-    for step in (inductor, programs, cold, hot, quality, tune, load, scaling, miss, helion):
+    for step in (inductor, programs, cold, hot, quality, tune, load, scaling, miss, helion, predict):
         step.verdicts(report, t)
     return "\n".join(t.lines)

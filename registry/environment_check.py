@@ -115,7 +115,11 @@ def environment_problems(
             continue
         choices = CHOICES[name]
         if choices is not None and choice(value, choices) is None and value != "":
-            takes = " or ".join(choices) if len(choices) < 4 else "one of " + ", ".join(choices)
+            takes = (
+                ", ".join(choices[:-1]) + " or " + choices[-1]
+                if len(choices) < 4
+                else "one of " + ", ".join(choices)
+            )
             problems.append(f"{name}={shown}: takes {SWITCH_TAKES if choices == SWITCH else takes}; ignored")
         elif name == "TUNED_KERNELS_VERBOSE" and value and verbosity(value) is None:
             problems.append(f"{name}={shown}: takes {VERBOSE_TAKES}; ignored")

@@ -15,6 +15,8 @@ def exit_summary(summary: Mapping[str, Any]) -> list[str]:
     overlay_hits = summary.get("served_from", {}).get(summary["overlay"]["path"], 0)
     served = f"{hits} hits" + (f" ({overlay_hits} from this user's overlay)" if overlay_hits else "")
     served += f", {nearest} from the nearest key" if nearest else ""
+    predicted = summary.get("predicted", 0)
+    served += f", {predicted} predicted from tuned keys" if predicted else ""
     lines = [
         f"{served}, {misses} misses{f' ({reasons})' if reasons else ''}; "
         f"{summary['configs_benchmarked']} configs benchmarked in {summary['seconds_tuning']:.1f} s"
@@ -31,6 +33,14 @@ def exit_summary(summary: Mapping[str, Any]) -> list[str]:
             went = "kept in this process only (the overlay could not be written)"
             fell_back.pop("overlay_write", None)
         lines.append(f"missed: {named}{more}; tuned here and {went}")
+    guessed = summary.get("predicted_keys", [])
+    if guessed:
+        named = "; ".join(f"{name} ({', '.join(key)})" for name, key in guessed[:MAX_NAMED])
+        more = f" and {predicted - MAX_NAMED} more" if predicted > MAX_NAMED else ""
+        lines.append(
+            f"predicted, not in any bundle: {named}{more}; served untimed (`tuned-kernels tune-misses -- "
+            "COMMAND` tunes them)"
+        )
     changed = summary["changed_kernels"]
     if changed:
         lines.append(f"changed since they were tuned: {first_named(sorted(changed), len(changed))}")

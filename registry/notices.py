@@ -15,6 +15,8 @@ from tuned_kernels.errors import one_line
 from tuned_kernels.helion_edge import keys as helion_keys
 from tuned_kernels.inductor_edge import keys as inductor_keys
 
+INSTEAD = {"predicted": "serving a predicted config instead", "nearest": "serving the nearest key's instead"}
+
 
 class Notices:
     def __init__(self, on_problem: Callable[[str], None]) -> None:
@@ -50,11 +52,12 @@ class Notices:
                     f"{decision.changed_in}: holds {identity.name} for another source: the kernel changed "
                     "since it was tuned; tuning it again"
                 )
+        instead = INSTEAD.get(decision.kind, "tuning instead")
         for entry, source in decision.unfit:
             self._once(
                 (identity.name, source),
                 f"{source}: config {one_line(entry.best.describe(), 80)} is not one of the configs of "
-                f"{identity.name}; tuning instead",
+                f"{identity.name}; {instead}",
             )
 
     def _made_with_another_helion(

@@ -58,10 +58,7 @@ class Registry:
                     self._loaded = Loaded()
                     self._problem(f"not serving: {one_line(f'{type(exc).__name__}: {exc}')}; tuning as usual")
                 else:
-                    if self.settings.report is not None:
-                        atexit.register(summaries.append_coverage, self.settings.report, self.stats)
-                    if self.settings.verbose:
-                        atexit.register(lambda: summaries.print_exit_summary(self.summary()))
+                    report_at_exit(self, self._loaded)
             return self._loaded
 
     def opened_bundles(self) -> OpenedBundles:
@@ -75,13 +72,15 @@ class Registry:
         key: model.TuningKey,
         fits: Callable[[model.Config], bool],
         counted: bool = True,
+        kept: Callable[[], Sequence[model.Config]] | None = None,
     ) -> Decision:
         loaded = self.load()
         decision = Decision("miss")
         if loaded.target is not None:
-            decision = decide(
-                self._stored_as(identity, loaded), key, fits, loaded.sources, self.settings.policy
-            )
+            stored_as = self._stored_as(identity, loaded)
+            decision = decide(stored_as, key, fits, loaded.sources, self.settings.policy, kept)
+            if decision.new_prediction and counted:  # kept untimed: served at once later, tuned on request
+                self._keep(model.Entry(stored_as, key, decision.configs[0], found_by=model.FoundBy.PREDICTED))
         if self.settings.strict and counted:  # a probe (counted=False) tunes nothing
             stop_unless_a_bundle_serves(identity, key, decision, loaded)
         if loaded.target is None:
@@ -111,20 +110,23 @@ class Registry:
     ) -> model.Entry | None:
         final = measured.chosen is not None  # a final choice was counted when its timings were recorded
         if not final:
-            self.stats.count(
-                measured.decision,
-                measured.identity.name,
-                measured.key,
-                measured.benchmarked,
-                measured.seconds,
-            )
+            m = measured
+            self.stats.count(m.decision, m.identity.name, m.key, m.benchmarked, m.seconds)
         entry = measured_entry(measured)
         if entry is not None:
-            loaded = self.load()
-            loaded.sources.add_local((entry,))
-            if loaded.sink is not None:
-                loaded.sink.keep(entry, compiled, supersede=final)
+            self._keep(entry, compiled, supersede=final)
         return entry
+
+    def _keep(
+        self,
+        entry: model.Entry,
+        compiled: Callable[[model.Config], Compiled] | None = None,
+        supersede: bool = False,
+    ) -> None:
+        loaded = self.load()
+        loaded.sources.add_local((entry,))
+        if loaded.sink is not None:
+            loaded.sink.keep(entry, compiled, supersede=supersede)
 
     def refuse(
         self, identity: model.KernelIdentity, key: model.TuningKey, decision: Decision, why: str
@@ -175,21 +177,32 @@ class Registry:
     def summary(self, quiet: bool = False) -> dict[str, Any]:
         """What this registry found, selected, rejected and did. `quiet`: loading's problems are only listed
         here (for a report that prints them), not also warned about."""
-        if quiet:
-            with warnings.catch_warnings():
+        with warnings.catch_warnings():
+            if quiet:
                 warnings.simplefilter("ignore", TunedKernelsWarning)
-                loaded = self.load()
-        else:
             loaded = self.load()
         self.flush()  # the counts include the overlay writes of what was tuned so far
         changed = self.notices.changed_kernels
         return summaries.summary(loaded, self.stats, changed, self.host_modules, self.problems)
 
 
+def report_at_exit(registry: Registry, loaded: Loaded) -> None:
+    """Coverage (`report` set: this process's hits, predictions and misses and its overlay appended there)
+    and the verbose summary, when the process ends."""
+    settings = registry.settings
+    if settings.report is not None:
+        overlay = loaded.sink.path if loaded.sink is not None else None
+        atexit.register(summaries.append_coverage, settings.report, registry.stats, overlay)
+    if settings.verbose:
+        atexit.register(lambda: summaries.print_exit_summary(registry.summary()))
+
+
 def stop_unless_a_bundle_serves(
     identity: model.KernelIdentity, key: model.TuningKey, decision: Decision, loaded: Loaded
 ) -> None:
     """TUNED_KERNELS_STRICT: a key not served from a bundle (a miss, or this machine's overlay) stops."""
+    shown = one_line(", ".join(str(v) for v in key), 120)
     if not (decision.served and decision.source != loaded.sources.local_name):
-        shown = one_line(", ".join(str(v) for v in key), 120)
         strict_stop(f"{identity.name} ({shown}) is not in the bundles; it would be tuned")
+    if decision.kind == "predicted":
+        strict_stop(f"{identity.name} ({shown}) is not in the bundles; its config would be predicted")

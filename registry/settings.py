@@ -7,14 +7,15 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Literal
 
 from tuned_kernels.decision import Policy
 from tuned_kernels.setting_values import choice, switch, verbosity
 
-ON_MISS = ("tune", "nearest")
+ON_MISS = ("predict", "tune", "nearest")
 STALE = ("reject", "seed")
 
-ON_MISS_ENV = "TUNED_KERNELS_ON_MISS"  # tune (default) | nearest
+ON_MISS_ENV = "TUNED_KERNELS_ON_MISS"  # predict (default) | tune | nearest
 STALE_ENV = "TUNED_KERNELS_STALE"  # reject (default) | seed
 CAPTURE_ENV = "TUNED_KERNELS_CAPTURE"  # a results file to record every decision into (tuned-kernels capture)
 REPORT_ENV = (
@@ -50,7 +51,7 @@ class Settings:
         capture = environ.get(CAPTURE_ENV)
         report = environ.get(REPORT_ENV)
         policy = Policy(
-            on_miss="nearest" if choice(environ.get(ON_MISS_ENV), ON_MISS) == "nearest" else "tune",
+            on_miss=_on_miss(choice(environ.get(ON_MISS_ENV), ON_MISS)),
             stale="seed" if choice(environ.get(STALE_ENV), STALE) == "seed" else "reject",
             measure_always=bool(capture),
         )
@@ -95,3 +96,7 @@ def key_named(entry: str) -> str | None:
     except SignatureError:
         return None
     return text
+
+
+def _on_miss(named: str | None) -> Literal["predict", "tune", "nearest"]:
+    return "tune" if named == "tune" else "nearest" if named == "nearest" else "predict"

@@ -172,4 +172,4 @@ def say_left_out(view: ResultsView, said: set[str], on_problem: Callable[[str], 
     if view.left_out and view.path not in said:
         said.add(view.path)
         why = view.left_out[min(view.left_out)]
-        on_problem(f"{one_line(view.path)}: leaving out an entry ({why}); its key is tuned here")
+        on_problem(f"{one_line(view.path)}: leaving out an entry ({why}); its key is not served from it")

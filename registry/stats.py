@@ -15,9 +15,11 @@ from tuned_kernels.decision import Decision
 class Stats:
     hits: int = 0
     nearest: int = 0
+    predicted: int = 0
     misses: int = 0
     configs_benchmarked: int = 0
     missed_keys: list[tuple[str, model.TuningKey]] = field(default_factory=list)
+    predicted_keys: list[tuple[str, model.TuningKey]] = field(default_factory=list)  # not in any bundle
     served_from: dict[str, int] = field(default_factory=dict)  # hits (and nearest) per bundle or overlay file
     misses_by_reason: dict[str, int] = field(default_factory=dict)  # decision.MissReason -> misses
     seconds_tuning: float = 0.0  # spent measuring misses
@@ -41,6 +43,9 @@ class Stats:
                 self.hits += 1
             elif decision.kind == "nearest":
                 self.nearest += 1
+            elif decision.kind == "predicted":
+                self.predicted += 1
+                self.predicted_keys.append((name, key))
             else:
                 self.misses += 1
                 self.missed_keys.append((name, key))
@@ -56,7 +61,16 @@ class Stats:
     @property
     def missed_kernels(self) -> dict[str, int]:
         """How many keys missed, per kernel."""
-        counts: dict[str, int] = {}
-        for name, _ in self.missed_keys:
-            counts[name] = counts.get(name, 0) + 1
-        return counts
+        return _per_kernel(self.missed_keys)
+
+    @property
+    def predicted_kernels(self) -> dict[str, int]:
+        """How many keys were served a predicted config, per kernel."""
+        return _per_kernel(self.predicted_keys)
+
+
+def _per_kernel(keys: list[tuple[str, model.TuningKey]]) -> dict[str, int]:
+    counts: dict[str, int] = {}
+    for name, _ in keys:
+        counts[name] = counts.get(name, 0) + 1
+    return counts

@@ -52,6 +52,7 @@ def summary(
         "served_from": dict(stats.served_from),
         "hits": stats.hits,
         "nearest": stats.nearest,
+        "predicted": stats.predicted,
         "misses": stats.misses,
         "configs_benchmarked": stats.configs_benchmarked,
         "compiled_kernels": {
@@ -66,6 +67,9 @@ def summary(
         "host_modules_built_ahead": dataclasses.asdict(built) if built else None,
         "missed_kernels": dict(stats.missed_kernels),
         "missed_keys": [[name, [str(v) for v in key]] for name, key in stats.missed_keys[:MAX_KEYS_LISTED]],
+        "predicted_keys": [
+            [name, [str(v) for v in key]] for name, key in stats.predicted_keys[:MAX_KEYS_LISTED]
+        ],
         "misses_by_reason": dict(stats.misses_by_reason),
         "changed_kernels": dict(changed_kernels),
         "stepped_aside": dict(stats.stepped_aside),
@@ -90,8 +94,9 @@ def graph_summary(stats: Stats) -> dict[str, Any]:
     }
 
 
-def append_coverage(path: Path, stats: Stats) -> None:
-    """Appends this process's hits and misses to `path` (one JSON line; `tuned-kernels coverage`)."""
+def append_coverage(path: Path, stats: Stats, overlay: Path | None) -> None:
+    """Appends this process's hits, predictions and misses and its overlay to `path` (one JSON line;
+    `tuned-kernels coverage` and `tune-misses`)."""
     from filelock import FileLock
 
     graphs = graph_summary(stats)
@@ -99,6 +104,8 @@ def append_coverage(path: Path, stats: Stats) -> None:
         "hits": stats.hits + stats.nearest,
         "misses": stats.misses,
         "missed": [[name, list(key)] for name, key in stats.missed_keys],
+        "predicted": [[name, list(key)] for name, key in stats.predicted_keys],
+        "overlay": None if overlay is None else str(overlay),
         "graph_hits": graphs.get("fxgraph_hits", 0),
         "graph_misses": graphs.get("fxgraph_misses", 0),
     }

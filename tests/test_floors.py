@@ -102,6 +102,7 @@ CORE = (
     "model",
     "matching",
     "nearest",
+    "prediction",
     "naming",
     "selection",
     "search",
@@ -185,6 +186,7 @@ SUBPROCESS_CALLS = ("run", "check_output", "call", "check_call")
 RUNS_THE_USERS_PROGRAM = {  # the user's own command: it runs as long as it runs, as without tuned-kernels
     ROOT / "aot" / "capture.py",
     ROOT / "tuned_kernels" / "cli" / "capturing.py",
+    ROOT / "tuned_kernels" / "cli" / "misses.py",
 }
 
 

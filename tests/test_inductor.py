@@ -68,9 +68,15 @@ def test_inductor_gemm_choice_is_captured_then_served_from_the_bundle(tmp_path: 
     ]
     assert {dict(e.best.kwargs)[keys.TEMPLATE] for e in (key, gemm)} == {"aten::mm"}  # the slow mm lost
     assert key.kernel.source_hash == keys.torch_source_hash()
-    graph_served = {"hits": 0, "misses": 0, "missed": [], "graphs": {"hits": 1, "misses": 0}}
+    graph_served = {"hits": 0, "misses": 0, "missed": [], "predicted": [], "graphs": {"hits": 1, "misses": 0}}
     assert _coverage(tmp_path, bundle) == graph_served
-    choice_served = {"hits": 1, "misses": 0, "missed": [], "graphs": {"hits": 0, "misses": 1}}
+    choice_served = {
+        "hits": 1,
+        "misses": 0,
+        "missed": [],
+        "predicted": [],
+        "graphs": {"hits": 0, "misses": 1},
+    }
     assert _coverage(tmp_path, bundle, TUNED_KERNELS_COMPILED="0") == choice_served
 
 
@@ -79,8 +85,9 @@ def test_inductor_gemm_choice_missing_from_bundles_is_autotuned_once_then_rememb
     empty.mkdir()
     compiled = {"hits": 0, "misses": 1}  # coverage gives each run an empty Inductor cache
     missed = [["inductor.mm", list(MM_KEY)]]
-    assert _coverage(tmp_path, empty) == {"hits": 0, "misses": 1, "missed": missed, "graphs": compiled}
-    from_overlay = {"hits": 1, "misses": 0, "missed": [], "graphs": compiled}
+    first = {"hits": 0, "misses": 1, "missed": missed, "predicted": [], "graphs": compiled}
+    assert _coverage(tmp_path, empty) == first
+    from_overlay = {"hits": 1, "misses": 0, "missed": [], "predicted": [], "graphs": compiled}
     assert _coverage(tmp_path, empty) == from_overlay
 
 

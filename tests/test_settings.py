@@ -40,7 +40,7 @@ KINDS = {"bundles": "dir", "mine.pb.zst": "file", "a-file": "file", "empty": "em
         ),
         (
             {"TUNED_KERNELS_ON_MISS": "nearst"},
-            ["TUNED_KERNELS_ON_MISS=nearst: takes tune or nearest; ignored"],
+            ["TUNED_KERNELS_ON_MISS=nearst: takes predict, tune or nearest; ignored"],
         ),
         (
             {"TUNED_KERNELS_MISS_JOBS": "-1"},
@@ -95,8 +95,8 @@ def test_a_miss_jobs_value_is_used_exactly_when_the_check_accepts_it(value: str,
     ("environ", "on_miss", "stale"),
     [({"TUNED_KERNELS_ON_MISS": "Nearest"}, "nearest", "reject"),
      ({"TUNED_KERNELS_ON_MISS": " nearest"}, "nearest", "reject"),
-     ({"TUNED_KERNELS_STALE": "SEED"}, "tune", "seed"),
-     ({"TUNED_KERNELS_ON_MISS": "nearst"}, "tune", "reject")],
+     ({"TUNED_KERNELS_STALE": "SEED"}, "predict", "seed"),
+     ({"TUNED_KERNELS_ON_MISS": "nearst"}, "predict", "reject")],
 )  # fmt: skip
 def test_a_choice_the_check_accepts_is_the_one_serving_uses(
     environ: dict[str, str], on_miss: str, stale: str

@@ -36,5 +36,6 @@ def test_fla_rms_norm_is_captured_then_served_without_benchmarking(tmp_path: Pat
         "hits": 1,
         "misses": 0,
         "missed": [],
+        "predicted": [],
         "graphs": no_graphs,
     }

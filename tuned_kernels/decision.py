@@ -1,8 +1,12 @@
 """The one place that decides, for a kernel launch, between a stored config and tuning. Pure.
 
-`decide(identity, key, fits, sources, policy)` returns a `Decision`: a hit (the stored config for this
-exact slot), nearest (the config of the nearest tuned key, when the policy asks for it), seed (a stale
-bundle's configs to start a short re-tune from) or miss, with the configs a miss must never try. A stored
+`decide(identity, key, fits, sources, policy, kept)` returns a `Decision`: a hit (the stored config for
+this exact slot), predicted (a config chosen from what the bundles timed at the nearest tuned keys, among
+those the kernel's own pruning `kept` for this key: the default on a miss where a bundle holds the kernel;
+keys this machine tuned do not count), nearest (the config of the
+nearest tuned key, when the policy asks for it), seed (a stale bundle's configs to start a short re-tune
+from) or miss, with the configs a miss must never try. A prediction is kept in the overlay, untimed, so
+later runs serve it at once and a run with `on_miss="tune"` tunes it. A stored
 config counts only where `fits` says it is one the kernel itself offers; the others come back as `unfit`,
 for the caller to report. Serving, capture and coverage differ only in their `Policy`.
 """
@@ -15,10 +19,12 @@ from typing import Literal, Protocol
 
 from tuned_kernels import model
 from tuned_kernels.nearest import nearest_key
+from tuned_kernels.prediction import predict
 from tuned_kernels.search import neighbours
 
 Found = tuple[model.Entry, str]  # an entry and the file it came from
 COMPILED_PREFIX = "compiled:"  # kernels kept by capture for their compiled code alone
+KEPT_TIMINGS = 1024  # per entry, fastest first: what a prediction for another key weighs
 
 # Why a key was not served: no selected bundle or overlay names the kernel; they name it, but only for
 # another source (it changed since it was tuned); they hold it, but not this key; capture measures anyway.
@@ -27,17 +33,18 @@ MissReason = Literal["not in any bundle", "kernel changed", "other key", "config
 
 @dataclass(frozen=True)
 class Decision:
-    kind: Literal["hit", "nearest", "seed", "miss"]
-    configs: tuple[model.Config, ...] = ()  # hit/nearest: the one config; seed: the configs to try first
+    kind: Literal["hit", "predicted", "nearest", "seed", "miss"]
+    configs: tuple[model.Config, ...] = ()  # hit/predicted/nearest: the one config; seed: those to try first
     source: str = ""  # the bundle (or overlay) file that answered
     excluded: frozenset[model.Config] = frozenset()  # seed/miss: configs known to fail, never tried
     unfit: tuple[Found, ...] = field(default=(), compare=False)  # stored configs the kernel does not offer
     reason: MissReason | None = field(default=None, compare=False)  # seed/miss: why the key was not served
     changed_in: str = field(default="", compare=False)  # "kernel changed": a file with its other source
+    new_prediction: bool = field(default=False, compare=False)  # predicted now, not read back: to be kept
 
     @property
     def served(self) -> bool:
-        return self.kind in ("hit", "nearest")
+        return self.kind in ("hit", "predicted", "nearest")
 
 
 @dataclass(frozen=True)
@@ -65,7 +72,7 @@ class Measured:
 class Policy:
     """How decisions are made: `measure_always` (capture) makes every decision a miss."""
 
-    on_miss: Literal["tune", "nearest"] = "tune"
+    on_miss: Literal["predict", "tune", "nearest"] = "predict"
     stale: Literal["reject", "seed"] = "reject"
     measure_always: bool = False
 
@@ -98,20 +105,32 @@ def decide(
     fits: Callable[[model.Config], bool],
     sources: Sources,
     policy: Policy,
+    kept: Callable[[], Sequence[model.Config]] | None = None,
 ) -> Decision:
     if policy.measure_always:
         return Decision("miss", reason="capturing")
     unfit: list[Found] = []
     for found in lookup(sources, identity, key):
+        predicted = found[0].found_by is model.FoundBy.PREDICTED
+        if predicted and policy.on_miss != "predict":
+            continue  # a prediction kept earlier: tuned now
         if fits(found[0].best):
-            return Decision("hit", (found[0].best,), found[1])
+            return Decision("predicted" if predicted else "hit", (found[0].best,), found[1])
         unfit.append(found)
+    excluded = sources.known_bad(identity)
+    if policy.on_miss == "predict" and kept is not None:
+        allowed = [c for c in kept() if fits(c) and c not in excluded]
+        bundles = {k: f for k, f in timed_keys(sources, identity).items() if f[1] != sources.local_name}
+        guess = predict(key, bundles, allowed)
+        if guess is not None:
+            return Decision(
+                "predicted", (guess.config,), guess.source, unfit=tuple(unfit), new_prediction=True
+            )
     if policy.on_miss == "nearest":
-        keys = {k: f for k, f in sources.keys_of(identity).items() if fits(f[0].best)}
+        keys = {k: f for k, f in timed_keys(sources, identity).items() if fits(f[0].best)}
         near = nearest_key(key, keys)
         if near is not None:
             return Decision("nearest", (keys[near][0].best,), keys[near][1], unfit=tuple(unfit))
-    excluded = sources.known_bad(identity)
     reason: MissReason
     reason, changed_in = miss_reason(identity, sources)
     if unfit:  # the stored config is no longer among the kernel's: its configs changed
@@ -124,6 +143,13 @@ def decide(
             seeds = (old.best, *(t.config for t in old.timings[:3]))
             return Decision("seed", seeds, "stale bundle", excluded, tuple(unfit), reason, changed_in)
     return Decision("miss", (), "", excluded, tuple(unfit), reason, changed_in)
+
+
+def timed_keys(sources: Sources, identity: model.KernelIdentity) -> dict[model.TuningKey, Found]:
+    """The keys this kernel was tuned at (predictions kept in the overlay left out)."""
+    return {
+        k: f for k, f in sources.keys_of(identity).items() if f[0].found_by is not model.FoundBy.PREDICTED
+    }
 
 
 def lookup(sources: Sources, identity: model.KernelIdentity, key: model.TuningKey) -> Iterator[Found]:
@@ -160,14 +186,14 @@ def candidates(space: Sequence[model.Config], decision: Decision) -> list[model.
 
 def measured_entry(measured: Measured, found_by: model.FoundBy = model.FoundBy.ONLINE) -> model.Entry | None:
     """The entry a miss leaves behind: the fastest config (or `chosen`, where the caller chose one of the
-    timed configs on more than its time alone, or chose without timings it could hand over), the next best
-    few, how it was found (None when no config ran and none was chosen: nothing to remember)."""
+    timed configs on more than its time alone, or chose without timings it could hand over), every config's
+    time, how it was found (None when no config ran and none was chosen: nothing to remember)."""
     timings, chosen = measured.timings, measured.chosen
     ranked = sorted((t, repr(c), c) for c, t in timings.items() if t != float("inf"))
     if not ranked and chosen is None:
         return None
     best = chosen if chosen is not None and (chosen in timings or not ranked) else ranked[0][2]
-    kept = ranked[:5] + [r for r in ranked[5:] if r[2] == best]
+    kept = ranked[:KEPT_TIMINGS] + [r for r in ranked[KEPT_TIMINGS:] if r[2] == best]
     return model.Entry(
         kernel=measured.identity,
         key=measured.key,

@@ -62,6 +62,7 @@ class FoundBy(enum.Enum):
     SEEDED = "seeded"
     CAPTURED = "captured"
     ONLINE = "online"
+    PREDICTED = "predicted"  # not timed: served on a miss from a prediction, to be tuned later
 
 
 class IdentityScheme(enum.Enum):

@@ -111,13 +111,19 @@ def pytest_terminal_summary(terminalreporter: Any, config: pytest.Config) -> Non
         return
     hits = sum(s["hits"] + s["nearest"] for s in all_stats)
     misses = sum(s["misses"] for s in all_stats)
-    missed: dict[str, int] = {}
-    for s in all_stats:
-        for kernel, n in s["missed_kernels"].items():
-            missed[kernel] = missed.get(kernel, 0) + n
-    line = f"tuned-kernels: {hits} hits, {misses} misses"
-    if missed:
-        line += " (missed: " + ", ".join(f"{k} x{n}" for k, n in sorted(missed.items())) + ")"
+    predicted = sum(s.get("predicted", 0) for s in all_stats)
+    line = (
+        f"tuned-kernels: {hits} hits, "
+        + (f"{predicted} predicted, " if predicted else "")
+        + f"{misses} misses"
+    )
+    for kind in ("predicted", "missed"):
+        counts: dict[str, int] = {}
+        for s in all_stats:
+            for kernel, n in s.get(f"{kind}_kernels", {}).items():
+                counts[kernel] = counts.get(kernel, 0) + n
+        if counts:
+            line += f" ({kind}: " + ", ".join(f"{k} x{n}" for k, n in sorted(counts.items())) + ")"
     dump = config.getoption("--tuned-kernels-dump")
     if dump:
         line += f"; {getattr(config, '_tuned_kernels_dumped', 0)} decisions -> {dump}"
@@ -131,8 +137,10 @@ def _own_stats() -> dict[str, Any]:
     return {
         "hits": s.hits,
         "nearest": s.nearest,
+        "predicted": s.predicted,
         "misses": s.misses,
         "missed_kernels": dict(s.missed_kernels),
+        "predicted_kernels": dict(s.predicted_kernels),
     }
 
 

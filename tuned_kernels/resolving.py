@@ -15,7 +15,7 @@ what it just tuned) are resolvers.
 from __future__ import annotations
 
 import contextlib
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Sequence
 from typing import Protocol
 
 from tuned_kernels import model
@@ -33,10 +33,12 @@ class Resolver(Protocol):
         key: model.TuningKey,
         fits: Callable[[model.Config], bool],
         counted: bool = True,
+        kept: Callable[[], Sequence[model.Config]] | None = None,
     ) -> Decision:
         """The stored config to launch with, or the miss to measure (then handed to `record`). `fits` says
         which configs the caller offers; `counted=False` for a decision that is part of one already counted
-        (the fusions into a GEMM that was served)."""
+        (the fusions into a GEMM that was served); `kept`, the configs the kernel's own pruning keeps for
+        this key, where a miss may be served a predicted config (none given: a miss is measured)."""
         ...
 
     def record(

@@ -11,7 +11,7 @@ import os
 import sys
 from collections.abc import Sequence
 
-from tuned_kernels.cli import capturing, inspection, packaging, signing, tuning
+from tuned_kernels.cli import capturing, inspection, misses, packaging, signing, tuning
 from tuned_kernels.cli.parsing import Parser
 from tuned_kernels.errors import TunedKernelsError, one_line, printable
 
@@ -36,7 +36,7 @@ def build_parser() -> Parser:
         help="show the version and exit",
     )
     sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND", parser_class=Parser)
-    for group in (inspection, capturing, tuning, packaging, signing):
+    for group in (inspection, capturing, misses, tuning, packaging, signing):
         group.add_commands(sub)
     return parser
 

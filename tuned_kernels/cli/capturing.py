@@ -106,18 +106,29 @@ def cmd_coverage(args: argparse.Namespace) -> int:
         returncode = subprocess.call(command, env=env)
         lines = [json.loads(x) for x in report.read_text().splitlines()] if report.exists() else []
     hits = sum(x["hits"] for x in lines)
-    missed = sorted({(name, tuple(key)) for x in lines for name, key in x["missed"]}, key=repr)
+    missed, predicted = (keys_in(lines, kind) for kind in ("missed", "predicted"))
     graphs = {k: sum(x.get(f"graph_{k}", 0) for x in lines) for k in ("hits", "misses")}
     if args.json:
-        listed = [[n, list(k)] for n, k in missed]
-        print(json.dumps({"hits": hits, "misses": len(missed), "missed": listed, "graphs": graphs}))
+        listed = {
+            kind: [[n, list(k)] for n, k in keys]
+            for kind, keys in (("missed", missed), ("predicted", predicted))
+        }
+        print(json.dumps({"hits": hits, "misses": len(missed), **listed, "graphs": graphs}))
     else:
-        print(f"coverage: {hits} hits, {len(missed)} distinct keys missed in {len(lines)} processes")
+        guessed = f", {len(predicted)} distinct keys predicted" if predicted else ""
+        print(f"coverage: {hits} hits{guessed}, {len(missed)} distinct keys missed in {len(lines)} processes")
         if graphs["hits"] or graphs["misses"]:
             print(f"  torch.compile graphs: {graphs['hits']} served, {graphs['misses']} compiled")
+        for name, key in predicted:
+            print(f"  predicted {name} {key}")
         for name, key in missed:
             print(f"  missed {name} {key}")
     return returncode
+
+
+def keys_in(lines: list[dict[str, Any]], kind: str) -> list[tuple[str, tuple[Any, ...]]]:
+    """The distinct (kernel, key) pairs the processes' report lines list under `kind`, in the order met."""
+    return list(dict.fromkeys((name, tuple(key)) for x in lines for name, key in x.get(kind, [])))
 
 
 def add_commands(sub: Any) -> None:

@@ -35,6 +35,7 @@ _FOUND_BY = {
     model.FoundBy.SEEDED: pb.FOUND_BY_SEEDED,
     model.FoundBy.CAPTURED: pb.FOUND_BY_CAPTURED,
     model.FoundBy.ONLINE: pb.FOUND_BY_ONLINE,
+    model.FoundBy.PREDICTED: pb.FOUND_BY_PREDICTED,
 }
 _SCHEMES = {
     model.IdentityScheme.TRITON_CACHE_KEY: pb.IDENTITY_TRITON_CACHE_KEY,
@@ -229,7 +230,7 @@ def entry_from_pb(msg: pb.Entry, tables: Tables, field: str) -> model.Entry:
         _artifact_from_pb(a, tables, f"{field}.artifacts[{i}]") for i, a in enumerate(msg.artifacts)
     )
     found_by = {v: k for k, v in _FOUND_BY.items()}.get(msg.found_by)
-    _require(found_by is not None, f"{field}.found_by", "exhaustive, seeded, captured or online")
+    _require(found_by is not None, f"{field}.found_by", "exhaustive, seeded, captured, online or predicted")
     assert found_by is not None
     return model.Entry(
         kernel=tables.kernel(msg.kernel, f"{field}.kernel"),

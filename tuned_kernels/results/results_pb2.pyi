@@ -26,6 +26,7 @@ class FoundBy(int, metaclass=_enum_type_wrapper.EnumTypeWrapper):
     FOUND_BY_SEEDED: _ClassVar[FoundBy]
     FOUND_BY_CAPTURED: _ClassVar[FoundBy]
     FOUND_BY_ONLINE: _ClassVar[FoundBy]
+    FOUND_BY_PREDICTED: _ClassVar[FoundBy]
 PRODUCER_UNSPECIFIED: Producer
 PRODUCER_TUNE: Producer
 PRODUCER_CAPTURE: Producer
@@ -37,6 +38,7 @@ FOUND_BY_EXHAUSTIVE: FoundBy
 FOUND_BY_SEEDED: FoundBy
 FOUND_BY_CAPTURED: FoundBy
 FOUND_BY_ONLINE: FoundBy
+FOUND_BY_PREDICTED: FoundBy
 
 class Target(_message.Message):
     __slots__ = ("vendor", "arch", "device_name", "multiprocessor_count", "memory_bytes", "driver_version", "runtime_version")

@@ -90,7 +90,9 @@ def _prune_configs(self: Any, kwargs: dict[str, Any]) -> list[Any]:
         resolver.warn(f"cannot read {name}'s key or configs, tuning normally: {_said(exc)}")
         winner, _ = benchmark(self, list(original(self, kwargs)), kwargs)
         return [winner]
-    decision = resolver.decide(identity, key, own.__contains__)
+    decision = resolver.decide(
+        identity, key, own.__contains__, kept=lambda: [config_from_triton(c) for c in original(self, kwargs)]
+    )
     if decision.served:
         chosen = own[decision.configs[0]]
         _guard_next_launch(self, resolver, identity, key, decision, chosen)

@@ -1,0 +1,78 @@
+"""The keys the `predict` step tunes: per family, a training set (what a bundle would hold) and 20 held-out
+keys it never saw, between and beyond the training ones. Every key is tuned to the end, every config's time
+kept, so each held-out key's per-shape winner and the time of any config there are known.
+
+Families: the built-in matmul (the kernel its op launches on this GPU: the copy-engine one on Hopper, else
+the tile one), matmul + bias + SiLU, softmax and RMS norm, and the matmul written as Triton's tutorial writes
+it (benchmarks/miss.py). Matmul keys vary M (N, K = 4096, 4096; 14336, 4096 with the epilogue); row keys
+vary N over 4,096 rows."""
+
+from __future__ import annotations
+
+import dataclasses
+import sys
+from pathlib import Path
+from typing import Any
+
+import torch
+from tuned_kernels.aot.corpus import Case, KernelFamily
+from tuned_kernels.aot.kernels.builtin import CORPUS as BUILTIN
+
+TRAIN_M = (128, 512, 2048, 8192)
+HELD_OUT_M = (80, 96, 160, 200, 300, 384, 640, 700, 1000, 1280,
+              1536, 2500, 3000, 3072, 4096, 5000, 6144, 10000, 12288, 16384)  # fmt: skip
+TRAIN_N = (1024, 2048, 4096, 8192, 16384)
+HELD_OUT_N = (640, 768, 1000, 1536, 1800, 2500, 3000, 3072, 5000, 5120,
+              6144, 7000, 10000, 12288, 14336, 20000, 24576, 28672, 32768, 1280)  # fmt: skip
+NK = ((4096, 4096),)
+
+
+def training(kernel: str, key: tuple[Any, ...]) -> bool:
+    """Whether this kernel's key is in the training set (its first element: N for the row kernels, else M)."""
+    return key[0] in (TRAIN_N if ".rowwise." in kernel else TRAIN_M)
+
+
+def _matmul_cases(nk: tuple[tuple[int, int], ...], **extra: str) -> list[Case]:
+    return [Case.of(M=m, N=n, K=k, dtype="float16", **extra) for n, k in nk for m in (*TRAIN_M, *HELD_OUT_M)]
+
+
+def _tutorial_inputs(case: Case, device: Any, gen: Any) -> dict[str, Any]:
+    m, n, k = case["M"], case["N"], case["K"]
+    a = (torch.randn((m, k), generator=gen, device="cpu") * k**-0.5).to(device=device, dtype=torch.float16)
+    b = torch.randn((k, n), generator=gen, device="cpu").to(device=device, dtype=torch.float16)
+    return {"a": a, "b": b}
+
+
+def _tutorial() -> KernelFamily:
+    sys.path.insert(0, str(Path(__file__).parent))  # loaded by path, as `tune --corpus` loads it
+    from miss import tutorial_matmul, tutorial_matmul_kernel
+
+    return KernelFamily(
+        name="tutorial_matmul",
+        kernel=tutorial_matmul_kernel,
+        make_inputs=_tutorial_inputs,
+        run=lambda i: tutorial_matmul(i["a"], i["b"]),
+        reference=lambda i: i["a"].double() @ i["b"].double(),
+        tolerance=(2e-2, 1e-2),
+        shapes={"full": _matmul_cases(NK)},
+    )
+
+
+def _families() -> list[KernelFamily]:
+    hopper = torch.cuda.is_available() and torch.cuda.get_device_capability()[0] == 9
+    matmul = "matmul_tma" if hopper else "matmul"
+    by_name = {f.name: f for f in BUILTIN}
+    rows = [Case.of(rows=4096, N=n, dtype="float16") for n in (*TRAIN_N, *HELD_OUT_N)]
+    return [
+        dataclasses.replace(by_name[matmul], shapes={"full": _matmul_cases(NK)}),
+        dataclasses.replace(
+            by_name["matmul_bias_act"],
+            shapes={"full": _matmul_cases(((14336, 4096),), act="silu")},
+        ),
+        dataclasses.replace(by_name["softmax"], shapes={"full": rows}),
+        dataclasses.replace(by_name["rms_norm"], shapes={"full": rows}),
+        _tutorial(),
+    ]
+
+
+CORPUS = _families()

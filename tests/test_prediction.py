@@ -1,0 +1,202 @@
+"""A key no bundle tuned is served at once, a config predicted from what the bundles timed at the nearest
+tuned keys, among those the kernel's own pruning keeps for it; the prediction is kept, untimed, and tuned
+later on request (`tune-misses`)."""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from tests import factories
+from tuned_kernels import model
+from tuned_kernels.prediction import predict
+from tuned_kernels.results import read_results
+
+PRUNED = str(Path(__file__).parent / "corpora" / "pruned.py")
+F32 = "torch.float32"  # add_one's key: n and its two pointers' dtypes
+
+
+def tuned_at(
+    n: int, times: dict[int, float], failed: tuple[int, ...] = (), dtype: str = "fp32"
+) -> model.Entry:
+    """An entry for key (n, dtype) that timed each block in `times` (ms) and rejected those in `failed`."""
+    ranked = sorted(times, key=times.__getitem__)
+    return dataclasses.replace(
+        factories.entry(key=(n, dtype), block=ranked[0] if ranked else 64, runner_up=None),
+        timings=tuple(model.Timing(factories.config(b), times[b]) for b in ranked),
+        rejected=tuple(model.Rejection(factories.config(b), "failed: out of resources") for b in failed),
+    )
+
+
+def tuned(*entries: model.Entry) -> dict[model.TuningKey, tuple[model.Entry, str]]:
+    return {e.key: (e, "bundle.pb.zst") for e in entries}
+
+
+BLOCKS = [factories.config(b) for b in (16, 32, 64, 128)]
+
+
+def predicted_block(key: model.TuningKey, held: dict, allowed: list[model.Config] = BLOCKS) -> int | None:
+    guess = predict(key, held, allowed)
+    return None if guess is None else int(dict(guess.config.kwargs)["BLOCK"])  # type: ignore[arg-type]
+
+
+class TestPredict:
+    def test_the_config_slowest_to_lose_over_the_nearest_keys_is_predicted(self) -> None:
+        held = tuned(
+            tuned_at(1024, {64: 1.0, 32: 1.05, 128: 1.6, 16: 2.0}),
+            tuned_at(4096, {128: 1.0, 64: 1.1, 32: 1.5, 16: 3.0}),
+        )
+        # between the two: 64 loses 5 % at worst, 128 loses 60 % at 1024
+        assert predicted_block((2048, "fp32"), held) == 64
+
+    def test_a_config_the_kernels_pruning_drops_for_this_key_is_never_predicted(self) -> None:
+        held = tuned(tuned_at(1024, {64: 1.0, 32: 1.2, 16: 2.0}), tuned_at(4096, {64: 1.0, 32: 1.3, 16: 2.5}))
+        assert predicted_block((2048, "fp32"), held, [factories.config(16), factories.config(32)]) == 32
+
+    def test_a_config_that_failed_at_a_neighbour_is_never_predicted(self) -> None:
+        held = tuned(tuned_at(1024, {64: 1.0, 32: 1.1}), tuned_at(4096, {32: 1.2}, failed=(64,)))
+        assert predicted_block((2048, "fp32"), held) == 32
+
+    def test_nearer_tuned_keys_weigh_more(self) -> None:
+        held = tuned(tuned_at(1024, {32: 1.0, 128: 1.3}), tuned_at(1 << 20, {128: 1.0, 32: 1.3}))
+        assert predicted_block((1100, "fp32"), held) == 32
+        assert predicted_block((1 << 19, "fp32"), held) == 128
+
+    def test_keys_that_kept_no_timings_vote_for_their_winner_the_nearest_first(self) -> None:
+        held = tuned(tuned_at(1024, {}), dataclasses.replace(tuned_at(8192, {}), best=factories.config(128)))
+        assert predicted_block((1000, "fp32"), held) == 64
+        assert predicted_block((9000, "fp32"), held) == 128
+
+    def test_tuned_keys_that_timed_none_of_the_kernels_configs_predict_nothing(self) -> None:
+        held = tuned(tuned_at(1024, {48: 1.0, 96: 1.2}), tuned_at(4096, {96: 1.0}))  # configs since changed
+        assert predicted_block((2048, "fp32"), held) is None
+
+    def test_no_comparable_tuned_key_predicts_nothing(self) -> None:
+        held = tuned(tuned_at(1024, {64: 1.0}, dtype="fp16"))
+        assert predicted_block((1024, "fp32"), held) is None
+        assert predicted_block((1024, "fp32", 1), held) is None
+
+
+PROGRAM = """
+import json, sys, torch
+sys.path.insert(0, {corpora!r})
+import tuned_kernels; tuned_kernels.enable()
+from pruned import add_one, add_one_kernel
+for n in {sizes!r}:
+    x = torch.randn(n)
+    assert torch.equal(add_one(x, torch.empty_like(x)), x + 1), "wrong result"
+blocks = sorted({{c.kwargs["BLOCK"] for c in add_one_kernel.cache.values()}})
+print("STATS " + json.dumps({{**tuned_kernels.stats(), "blocks": blocks}}))
+"""
+
+
+def run(tmp_path: Path, sizes: tuple[int, ...], bundle: Path, *, via: list[str] = (), **env: str) -> dict:
+    script = tmp_path / "prog.py"
+    script.write_text(PROGRAM.format(corpora=str(Path(PRUNED).parent), sizes=sizes))
+    full_env = {
+        **os.environ,
+        "TRITON_INTERPRET": "1",
+        "TUNED_KERNELS": "1",
+        "TUNED_KERNELS_CACHE_DIR": str(tmp_path / "cache"),
+        "TUNED_KERNELS_PATH": str(bundle),
+        **env,
+    }
+    out = subprocess.run(
+        [*via, sys.executable, str(script)],
+        capture_output=True,
+        text=True,
+        env=full_env,
+        cwd=tmp_path,
+        timeout=300,
+    )
+    assert out.returncode == 0, out.stderr
+    stats = json.loads(out.stdout.split("STATS ", 1)[1])
+    stats["stderr"] = out.stderr
+    return stats
+
+
+@pytest.fixture(scope="module")
+def bundle(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """add_one tuned at n = 2048 and 4096 (where the pruning keeps every block)."""
+    return factories.tuned_file(PRUNED, tmp_path_factory.mktemp("bundle") / "pruned.pb.zst")
+
+
+def test_an_unseen_key_is_served_a_predicted_config_the_pruning_keeps_with_nothing_timed(
+    tmp_path: Path, bundle: Path
+) -> None:
+    held = read_results(bundle)
+    assert {e.key[0] for e in held.entries} == {2048, 4096}
+    assert all(len(e.timings) == 8 for e in held.entries)  # every config's time: what predictions weigh
+    stats = run(tmp_path, (40,), bundle)  # n=40: the pruning keeps BLOCK=16 alone
+    assert (stats["hits"], stats["predicted"], stats["misses"], stats["configs_benchmarked"]) == (0, 1, 0, 0)
+    assert stats["blocks"] == [16]
+    stats = run(tmp_path, (3000,), bundle)  # between the tuned keys: every block kept
+    assert (stats["predicted"], stats["configs_benchmarked"]) == (1, 0)
+    assert stats["predicted_keys"] == [["pruned.add_one_kernel", ["3000", F32, F32]]]
+
+
+def test_a_prediction_is_kept_untimed_served_again_and_tuned_by_tune_misses(
+    tmp_path: Path, bundle: Path
+) -> None:
+    first = run(tmp_path, (40, 3000), bundle, TUNED_KERNELS_VERBOSE="1")
+    assert (first["predicted"], first["configs_benchmarked"]) == (2, 0)
+    assert (
+        f"predicted, not in any bundle: pruned.add_one_kernel (40, {F32}, {F32}); pruned.add_one_kernel (3000, "
+        in first["stderr"]
+    )
+    overlay = next((tmp_path / "cache").glob("overlay-*.pb"))
+    kept = read_results(overlay).entries
+    assert {(e.key[0], e.found_by) for e in kept} == {
+        (40, model.FoundBy.PREDICTED),
+        (3000, model.FoundBy.PREDICTED),
+    }
+    again = run(tmp_path, (40, 3000), bundle)
+    assert (again["predicted"], again["configs_benchmarked"], again["served_from"]) == (
+        2,
+        0,
+        {str(overlay): 2},
+    )
+
+    out = subprocess.run(
+        [sys.executable, "-m", "tuned_kernels", "tune-misses", "-o", str(tmp_path / "misses.pb.zst"), "--json", "--",
+         sys.executable, str(tmp_path / "prog.py")],
+        capture_output=True, text=True, timeout=300, cwd=tmp_path,
+        env={**os.environ, "TRITON_INTERPRET": "1", "TUNED_KERNELS_CACHE_DIR": str(tmp_path / "cache"),
+             "TUNED_KERNELS_PATH": str(bundle)},
+    )  # fmt: skip
+    assert out.returncode == 0, out.stderr
+    said = json.loads(out.stdout.splitlines()[-1])
+    assert said["tuned"] == [
+        ["pruned.add_one_kernel", [40, F32, F32]],
+        ["pruned.add_one_kernel", [3000, F32, F32]],
+    ]
+    assert (said["overlays"], said["written"]) == ([str(overlay)], 2)
+    assert {e.found_by for e in read_results(overlay).entries} == {model.FoundBy.ONLINE}
+    assert {e.key[0] for e in read_results(tmp_path / "misses.pb.zst").entries} == {40, 3000}
+    tuned = run(tmp_path, (40, 3000), bundle)
+    assert (tuned["hits"], tuned["predicted"], tuned["configs_benchmarked"]) == (2, 0, 0)
+
+
+def test_on_miss_tune_tunes_an_unseen_key_where_it_is_met(tmp_path: Path, bundle: Path) -> None:
+    stats = run(tmp_path, (3000,), bundle, TUNED_KERNELS_ON_MISS="tune")
+    assert (stats["predicted"], stats["misses"]) == (0, 1) and stats["configs_benchmarked"] == 8
+
+
+def test_strict_stops_where_a_config_would_be_predicted(tmp_path: Path, bundle: Path) -> None:
+    script = tmp_path / "prog.py"
+    run(tmp_path, (2048,), bundle)  # writes the program; a hit passes
+    env = {**os.environ, "TRITON_INTERPRET": "1", "TUNED_KERNELS": "1", "TUNED_KERNELS_STRICT": "1",
+           "TUNED_KERNELS_CACHE_DIR": str(tmp_path / "cache"), "TUNED_KERNELS_PATH": str(bundle)}  # fmt: skip
+    script.write_text(script.read_text().replace("(2048,)", "(3000,)"))
+    out = subprocess.run([sys.executable, str(script)], capture_output=True, text=True, env=env, timeout=300)
+    assert out.returncode == 3
+    assert (
+        f"pruned.add_one_kernel (3000, {F32}, {F32}) is not in the bundles; its config would be predicted"
+        in out.stderr
+    )
