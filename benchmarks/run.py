@@ -19,6 +19,9 @@ Steps (each a fresh process where start-up is measured; ratios from one run):
            --speedup-runs (1, 2, 2d, 4, 4d: that many GPUs, d through `--dask local`): wall time with
            start-up, each GPU's time split and the winners against the 1-GPU run's (`--steps speedup`;
            split the runs over calls and merge the files with --table-from)
+  predict  every key of benchmarks/prediction_corpus.py tuned to the end; each held-out key's predicted
+           config, nearest training key's winner and first config as speed ratios to its own winner
+           (--predict-kernels picks families)
   programs real programs (ours, fla-core's norm, liger-kernel's DyT and SwiGLU): whole process with no
            caches / Triton's warm caches / only the bundle `tuned-kernels capture` made, with and without
            the warm-up (TUNED_KERNELS_WARMUP=0), fresh processes, alternating, with kernels compiled counted
@@ -86,7 +89,7 @@ def run_step(bench: Bench, step: str, args: argparse.Namespace) -> None:
     elif step == "dask":
         scaling.dask(bench, args.scaling_budget, args.dask_kernels.split(","))
     elif step == "predict":
-        predict.run(bench)
+        predict.run(bench, [k for k in args.predict_kernels.split(",") if k])
     elif step == "speedup":
         scaling.speedup(bench, args.speedup_runs.split(","))
     elif step in tune.MATMUL_TUNES:
@@ -118,6 +121,11 @@ def main() -> None:
     )
     parser.add_argument(
         "--speedup-runs", default="1,2,2d,4,4d", help="GPUs per run, d: through --dask local (speedup)"
+    )
+    parser.add_argument(
+        "--predict-kernels",
+        default="",
+        help="families of prediction_corpus.py to tune (predict; all if empty)",
     )
     parser.add_argument("--models", default="mlp,llama", help="torch.compile models (inductor)")
     parser.add_argument(

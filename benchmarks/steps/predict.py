@@ -23,9 +23,11 @@ PREDICTION_CORPUS = str(Path(__file__).parent.parent / "prediction_corpus.py")
 GOALS = {"geomean": 0.95, "worst": 0.85}  # predicted vs the per-key winner
 
 
-def run(bench: Bench, corpus: str = PREDICTION_CORPUS, budget_s: float = 420.0) -> None:
-    output = bench.work / "predict-all.pb"
+def run(bench: Bench, kernels: list[str], corpus: str = PREDICTION_CORPUS, budget_s: float = 420.0) -> None:
+    """`kernels`: the corpus's families to tune (all when empty). The tuned file is kept beside the JSON."""
+    output = Path(bench.json_path).with_name("predict-all.pb") if bench.json_path else bench.work / "all.pb"
     argv = ["tune", "--shapes", "full", "--corpus", corpus, "-o", str(output), "--json"]
+    argv += [a for k in kernels for a in ("--kernels", k)]
     argv += ["--time-budget", str(budget_s)]  # a guard: every key is meant to be tuned within it
     wall, text = bench.tool(argv, bench.env())
     import importlib.util
