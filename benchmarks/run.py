@@ -154,11 +154,7 @@ def main() -> None:
     if args.table_from:
         merged: dict[str, Any] = {}
         for path in args.table_from:  # a step split over calls: its cases merged
-            for step, value in json.loads(Path(path).read_text()).items():
-                if isinstance(value, dict) and isinstance(merged.get(step), dict):
-                    merged[step] = {**merged[step], **value}
-                else:
-                    merged[step] = value
+            merged = merged_reports(merged, json.loads(Path(path).read_text()))
         print(table(merged))
         return
     work = Path(args.work) if args.work else Path(tempfile.mkdtemp(prefix="tk-bench-"))
@@ -171,6 +167,17 @@ def main() -> None:
         print(f"[{step}] {time.perf_counter() - t0:.1f}s", file=sys.stderr, flush=True)
         bench.save()
     print(table(bench.report))
+
+
+def merged_reports(a: dict[str, Any], b: dict[str, Any]) -> dict[str, Any]:
+    """`b` over `a`, dicts merged at every depth (a step's kernels or cases from two files)."""
+    out = dict(a)
+    for name, value in b.items():
+        held = out.get(name)
+        out[name] = (
+            merged_reports(held, value) if isinstance(held, dict) and isinstance(value, dict) else value
+        )
+    return out
 
 
 if __name__ == "__main__":
