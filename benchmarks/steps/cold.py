@@ -63,7 +63,8 @@ def verdicts(r: dict[str, Any], t: Table) -> None:
         t.row(
             "cold",
             f"first results, {last['keys']} keys, fresh process: no caches / Triton warm / bundle only",
-            f"{a:.1f} s / {b:.2f} s / {bundle:.2f} s; bundle: {last['compiled']} compiled, "
+            f"{a:.1f} s / {b:.2f} s / {bundle:.2f} s = {bundle / a:.3f}x / {bundle / b:.2f}x; bundle: "
+            f"{last['compiled']} compiled, "
             f"{last['configs_benchmarked']} benchmarked, {last['hits']} hits, "
             f"{max(x.get('host_builds', 0) for x in c['bundle_only'])} host builds (the warm-up's too)",
             "bundle ≤ 1.00x warm, ≤ 0.10x none; 0 compiled, 0 benchmarked",
