@@ -315,6 +315,22 @@ def test_a_full_overlay_keeps_what_was_just_tuned_and_stays_bounded(tmp_path: Pa
     assert len(keys) == 10 and (99, "x") in keys
 
 
+def test_a_full_overlay_evicts_what_was_tuned_longest_ago_not_what_sorts_last(tmp_path: Path) -> None:
+    """Two programs alternating at the bound: the one whose kernel sorts last keeps what it just tuned (it
+    used to lose an entry to every write of the other, and tune it again next run)."""
+    path = tmp_path / "o.pb"
+    header = factories.results().header
+    a = [factories.entry("a.kernel", key=(i, "x")) for i in range(7)]
+    z = [factories.entry("z.kernel", key=(i, "x")) for i in range(4)]
+    add_to_overlay(path, header, a[:6], max_entries=10)  # program A
+    add_to_overlay(path, header, z, max_entries=10)  # program B: A's oldest entries go
+    add_to_overlay(path, header, a[6:], max_entries=10)  # program A again
+    held = {(e.kernel.name, e.key[0]) for e in read_results(path).entries}
+    assert {("z.kernel", i) for i in range(4)} <= held and ("a.kernel", 6) in held and len(held) == 10
+    stamps = {(e.kernel.name, e.key[0]): e.tuned_at_ns for e in read_results(path).entries}
+    assert stamps[("a.kernel", 6)] > stamps[("z.kernel", 0)] > stamps[("a.kernel", 0)] > 0
+
+
 def test_a_miss_queues_its_overlay_write_and_the_writer_takes_what_queued_meanwhile_in_one_write() -> None:
     """The missing thread returns before the overlay is rewritten; entries that queue while a write is on
     go into the next one together; flush waits for all of them (or says it could not in time)."""

@@ -169,6 +169,7 @@ class Entry:
     found_by: FoundBy = FoundBy.EXHAUSTIVE
     configs_benchmarked: int = 0
     artifacts: tuple[Artifact, ...] = ()
+    tuned_at_ns: int = 0  # the overlay's entries: when tuned here (its bound keeps the latest); 0: unknown
 
     @property
     def best_time_ms(self) -> float:

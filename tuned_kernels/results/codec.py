@@ -135,6 +135,7 @@ def _entry_to_pb(entry: model.Entry, kernel: int, configs: dict[model.Config, in
         rejected=[pb.Rejection(config=configs[r.config], reason=r.reason) for r in entry.rejected],
         found_by=_FOUND_BY[entry.found_by],
         configs_benchmarked=entry.configs_benchmarked,
+        tuned_at_ns=entry.tuned_at_ns,
         artifacts=[
             pb.Artifact(
                 cache_key=a.cache_key,
@@ -250,6 +251,7 @@ def entry_from_pb(msg: pb.Entry, tables: Tables, field: str) -> model.Entry:
         found_by=found_by,
         configs_benchmarked=msg.configs_benchmarked,
         artifacts=artifacts,
+        tuned_at_ns=msg.tuned_at_ns,
     )
 
 

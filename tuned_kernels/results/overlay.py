@@ -6,12 +6,15 @@ a file lock, re-reads the file, merges, and replaces it atomically, so nothing i
 
 The overlay is the user's data: a file that cannot be read (corrupt, from a newer schema, unreadable) or
 that another user owns is never rewritten; `OverlayUnusable` says why, and the registry writes to a file
-of its own instead. The file holds at most `MAX_ENTRIES` entries, so an update costs the same at any age.
+of its own instead. The file holds at most `MAX_ENTRIES` entries, so an update costs the same at any age;
+at the bound the entries tuned longest ago go first (each entry keeps when it was written here).
 """
 
 from __future__ import annotations
 
+import dataclasses
 import os
+import time
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 
@@ -80,7 +83,9 @@ def add_to_overlay(
         if supersede:
             slots = {e.slot for e in entries}
             held = held.with_entries(tuple(e for e in held.entries if e.slot not in slots))
-        added = model.Results(header, tuple(entries), dict(blobs or {}))
+        now = time.time_ns()
+        stamped = tuple(e if e.tuned_at_ns else dataclasses.replace(e, tuned_at_ns=now) for e in entries)
+        added = model.Results(header, stamped, dict(blobs or {}))
         merged = join(header, [held, added])
         if max_entries is not None:
             merged = bounded(merged, {e.slot for e in entries}, max_entries)
@@ -88,11 +93,13 @@ def add_to_overlay(
 
 
 def bounded(results: model.Results, keep: set[model.EntrySlot], max_entries: int) -> model.Results:
-    """At most `max_entries` entries: the slots in `keep` (just tuned) first, then the others in file order."""
+    """At most `max_entries` entries: the slots in `keep` (just tuned) first, then the others, the most
+    recently tuned first (file order among those of one time)."""
     if len(results.entries) <= max_entries:
         return results
     fresh = [e for e in results.entries if e.slot in keep]
-    older = [e for e in results.entries if e.slot not in keep][: max(0, max_entries - len(fresh))]
+    others = [e for e in results.entries if e.slot not in keep]
+    older = sorted(others, key=lambda e: -e.tuned_at_ns)[: max(0, max_entries - len(fresh))]
     return results.with_entries(tuple(sorted((*fresh, *older), key=model.entry_sort_key)))
 
 

@@ -184,7 +184,7 @@ class Artifact(_message.Message):
     def __init__(self, cache_key: _Optional[str] = ..., gpu_target: _Optional[str] = ..., files: _Optional[_Iterable[_Union[ArtifactFile, _Mapping]]] = ..., config: _Optional[int] = ..., host_signature: _Optional[_Iterable[str]] = ...) -> None: ...
 
 class Entry(_message.Message):
-    __slots__ = ("kernel", "key", "best", "timings", "rejected", "found_by", "configs_benchmarked", "artifacts")
+    __slots__ = ("kernel", "key", "best", "timings", "rejected", "found_by", "configs_benchmarked", "artifacts", "tuned_at_ns")
     KERNEL_FIELD_NUMBER: _ClassVar[int]
     KEY_FIELD_NUMBER: _ClassVar[int]
     BEST_FIELD_NUMBER: _ClassVar[int]
@@ -193,6 +193,7 @@ class Entry(_message.Message):
     FOUND_BY_FIELD_NUMBER: _ClassVar[int]
     CONFIGS_BENCHMARKED_FIELD_NUMBER: _ClassVar[int]
     ARTIFACTS_FIELD_NUMBER: _ClassVar[int]
+    TUNED_AT_NS_FIELD_NUMBER: _ClassVar[int]
     kernel: int
     key: _containers.RepeatedCompositeFieldContainer[Scalar]
     best: int
@@ -201,7 +202,8 @@ class Entry(_message.Message):
     found_by: FoundBy
     configs_benchmarked: int
     artifacts: _containers.RepeatedCompositeFieldContainer[Artifact]
-    def __init__(self, kernel: _Optional[int] = ..., key: _Optional[_Iterable[_Union[Scalar, _Mapping]]] = ..., best: _Optional[int] = ..., timings: _Optional[_Iterable[_Union[Timing, _Mapping]]] = ..., rejected: _Optional[_Iterable[_Union[Rejection, _Mapping]]] = ..., found_by: _Optional[_Union[FoundBy, str]] = ..., configs_benchmarked: _Optional[int] = ..., artifacts: _Optional[_Iterable[_Union[Artifact, _Mapping]]] = ...) -> None: ...
+    tuned_at_ns: int
+    def __init__(self, kernel: _Optional[int] = ..., key: _Optional[_Iterable[_Union[Scalar, _Mapping]]] = ..., best: _Optional[int] = ..., timings: _Optional[_Iterable[_Union[Timing, _Mapping]]] = ..., rejected: _Optional[_Iterable[_Union[Rejection, _Mapping]]] = ..., found_by: _Optional[_Union[FoundBy, str]] = ..., configs_benchmarked: _Optional[int] = ..., artifacts: _Optional[_Iterable[_Union[Artifact, _Mapping]]] = ..., tuned_at_ns: _Optional[int] = ...) -> None: ...
 
 class Results(_message.Message):
     __slots__ = ("format", "header", "entries", "blobs", "kernels", "configs", "index", "packed_entries", "entry_ends", "entry_kernels", "packed_index")
