@@ -18,7 +18,7 @@ from tuned_kernels.registry.sinks import CaptureSink, OverlaySink, Sink
 from tuned_kernels.registry.sources import LoadedSources, say_left_out
 
 from tuned_kernels import model
-from tuned_kernels.errors import TunedKernelsError
+from tuned_kernels.errors import TunedKernelsError, one_line
 from tuned_kernels.inductor_edge import graphs
 from tuned_kernels.selection import BundleCandidate, Selection, select_bundles
 from tuned_kernels.timestamps import utc_now
@@ -123,13 +123,19 @@ def _open_overlay(shared: Path, sources: LoadedSources, on_problem: Problem) -> 
     user's); (the shared path, False) when neither is usable (what is tuned stays in this process)."""
     from tuned_kernels.results import overlay
 
-    if shared.parent.exists() and not shared.parent.is_dir():  # a file: the settings' check named it
+    try:
+        if shared.parent.exists() and not shared.parent.is_dir():  # a file: the settings' check named it
+            return shared, False
+    except OSError as exc:  # a name too long for the file system, say: the bundles serve all the same
+        on_problem(
+            f"cannot use the overlay folder: {one_line(str(exc), 160)}; tuned configs stay in this process"
+        )
         return shared, False
     for path in (shared, overlay.private_path(shared)):
         try:
             held = overlay.read_overlay(path)
-        except TunedKernelsError as exc:
-            on_problem(f"leaving the overlay cache as it is: {exc}")
+        except (TunedKernelsError, OSError) as exc:
+            on_problem(f"leaving the overlay cache as it is: {one_line(str(exc), 160)}")
             continue
         if held is not None:
             sources.add_local(held.entries)

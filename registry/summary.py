@@ -28,7 +28,9 @@ def summary(
     problems: list[str],
 ) -> dict[str, Any]:
     path, selection, sources, store = loaded.overlay_path, loaded.selection, loaded.sources, loaded.store
-    size = path.stat().st_size if path is not None and path.is_file() else 0
+    size = 0
+    with contextlib.suppress(OSError):  # a folder name too long for the file system: nothing there
+        size = path.stat().st_size if path is not None and path.is_file() else 0
     return {
         "target": loaded.target.arch if loaded.target else None,
         "compiler": loaded.compiler.describe() if loaded.compiler else None,

@@ -684,6 +684,19 @@ def test_an_overlay_path_that_is_a_directory_costs_the_overlay_only(
     assert f"{overlay}: a directory, not a file" in warned
 
 
+def test_an_overlay_folder_name_too_long_for_the_file_system_costs_the_overlay_only(
+    tmp_path: Path, tuned: model.Results
+) -> None:
+    """A 100,000-character TUNED_KERNELS_CACHE_DIR: the bundle still serves every key (serving used to stop
+    altogether), one short line says why, and the verbose summary comes without a traceback."""
+    bundle = tmp_path / "tuned.pb"
+    write_results(bundle, tuned)
+    run = run_program(tmp_path, bundle, Path("x" * 100_000))
+    assert run.stats["hits"] == 2 and run.stats["misses"] == 0, run.stats
+    (warned,) = run.warnings
+    assert "cannot use the overlay folder: [Errno 36] File name too long" in warned and len(warned) < 300
+
+
 def test_an_enormous_text_bundle_is_refused_before_it_is_read(tmp_path: Path, baseline_rss_kb: int) -> None:
     """A 900 MB text file (sparse: no disk is spent) is refused by its size alone, with one warning and no
     more memory than the program needs without it."""
