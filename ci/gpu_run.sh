@@ -4,7 +4,7 @@
 #   for the tests of real programs and Helion also fla-core, liger-kernel, helion and filecheck; for the
 #   dask step dask, distributed and the few of their dependencies the machine lacks).
 #   STEPS (default: tests and every benchmark step) picks: tests, helion, miss (benchmarks/miss.py, with its
-#   MISS_ARGS) and/or benchmarks/run.py's --steps.
+#   MISS_ARGS), predict-first (benchmarks/predict_first_call.py) and/or benchmarks/run.py's --steps.
 #   helion: benchmarks/helion_first_call.py, its HELION_MODES (default all) in HELION_WORK (kept in
 #   $OUT/helion-work.tgz, to carry to the next call: a search of every kernel may take most of one call).
 #   A failing test or step makes the script exit non-zero, after the other steps have run.
@@ -43,6 +43,10 @@ fi
 if [[ ,$STEPS, == *,miss,* ]]; then
   python3 "$REPO/benchmarks/miss.py" ${MISS_ARGS:-} --json "$OUT/miss.json" 2>&1 | tail -10 || failed=1
   STEPS=${STEPS/miss/}; STEPS=${STEPS//,,/,}; STEPS=${STEPS#,}; STEPS=${STEPS%,}
+fi
+if [[ ,$STEPS, == *,predict-first,* ]]; then
+  python3 "$REPO/benchmarks/predict_first_call.py" --json "$OUT/predict-first.json" 2>&1 | tail -10 || failed=1
+  STEPS=${STEPS/predict-first/}; STEPS=${STEPS//,,/,}; STEPS=${STEPS#,}; STEPS=${STEPS%,}
 fi
 BENCH=${STEPS#tests}; BENCH=${BENCH#,}
 if [[ -n $BENCH ]]; then
