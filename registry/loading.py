@@ -134,8 +134,9 @@ def _open_overlay(shared: Path, sources: LoadedSources, on_problem: Problem) -> 
     for path in (shared, overlay.private_path(shared)):
         try:
             held = overlay.read_overlay(path)
-        except (TunedKernelsError, OSError) as exc:
-            on_problem(f"leaving the overlay cache as it is: {one_line(str(exc), 160)}")
+        except (TunedKernelsError, OSError) as exc:  # ours say the path once; the file system's, cut
+            said = str(exc) if isinstance(exc, TunedKernelsError) else one_line(str(exc), 300)
+            on_problem(f"leaving the overlay cache as it is: {said}")
             continue
         if held is not None:
             sources.add_local(held.entries)
