@@ -90,14 +90,15 @@ def _prune_configs(self: Any, kwargs: dict[str, Any]) -> list[Any]:
         resolver.warn(f"cannot read {name}'s key or configs, tuning normally: {_said(exc)}")
         winner, _ = benchmark(self, list(original(self, kwargs)), kwargs)
         return [winner]
-    decision = resolver.decide(
-        identity, key, own.__contains__, kept=lambda: [config_from_triton(c) for c in original(self, kwargs)]
-    )
+    # Triton's own pruning for this key, run once and only when needed: a prediction picks among its
+    # configs, a miss times them
+    pruned = functools.cache(lambda: {config_from_triton(c): c for c in original(self, kwargs)})
+    decision = resolver.decide(identity, key, own.__contains__, kept=lambda: list(pruned()))
     if decision.served:
         chosen = own[decision.configs[0]]
         _guard_next_launch(self, resolver, identity, key, decision, chosen)
     else:
-        chosen = _measured(self, resolver, identity, key, decision, kwargs)
+        chosen = _measured(self, resolver, identity, key, decision, kwargs, pruned())
     self._tuned_kernels_chosen = chosen  # measured or served already: never timed again
     return [chosen]
 
@@ -109,10 +110,10 @@ def _measured(
     key: model.TuningKey,
     decision: Decision,
     kwargs: dict[str, Any],
+    space: dict[model.Config, Any],
 ) -> Any:
-    """A miss: the candidates (the configs Triton's own pruning leaves, less those known to fail) timed as
-    `Autotuner.run` times them, recorded with the resolver; the config to launch."""
-    space = {config_from_triton(c): c for c in _original["prune_configs"](autotuner, kwargs)}
+    """A miss: the candidates (`space`, the configs Triton's own pruning leaves, less those known to fail)
+    timed as `Autotuner.run` times them, recorded with the resolver; the config to launch."""
     tried = candidates(list(space), decision)
     named = {**autotuner.nargs, **kwargs}
     started = time.perf_counter()
