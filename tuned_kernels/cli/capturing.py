@@ -35,9 +35,7 @@ def add_capture(sub: Any) -> None:
         help="keep what -o already holds beside what this run records (the faster winner of a key)",
     )
     json_option(p, "what was captured")
-    p.add_argument(
-        "command_line", nargs=argparse.REMAINDER, metavar="-- COMMAND ...", help="the program to run"
-    )
+    program_argument(p)
 
 
 def cmd_capture(args: argparse.Namespace) -> int:
@@ -79,32 +77,23 @@ def add_coverage(sub: Any) -> None:
     )
     p.add_argument("results", help="a results file, bundle, or folder of them")
     json_option(p, "hits and misses")
-    p.add_argument(
-        "command_line", nargs=argparse.REMAINDER, metavar="-- COMMAND ...", help="the program to run"
-    )
+    program_argument(p)
 
 
 def cmd_coverage(args: argparse.Namespace) -> int:
-    import subprocess
     import tempfile
 
-    command = program(args.command_line)
-    if not command:
-        raise TunedKernelsError("give the program to run after --, e.g. -- pytest tests/")
+    command = program_to_run(args.command_line, "pytest tests/")
     if not Path(args.results).exists():  # a folder with no results in it yet: every key misses
         raise TunedKernelsError(f"{args.results}: no such results file or folder")
     with tempfile.TemporaryDirectory(prefix="tuned-kernels-coverage-") as tmp:
-        report = Path(tmp) / "report.jsonl"
         paths = [str(Path(args.results).resolve())]
         # an empty Inductor cache: a graph found there then came from the results
-        inductor = str(Path(tmp) / "inductor")
-        env = {**os.environ, "TUNED_KERNELS": "1", "TUNED_KERNELS_REPORT": str(report)}
-        env["TORCHINDUCTOR_CACHE_DIR"] = inductor
+        env = {**os.environ, "TORCHINDUCTOR_CACHE_DIR": str(Path(tmp) / "inductor")}
         env["TUNED_KERNELS_PATH"] = os.pathsep.join([*paths, os.environ.get("TUNED_KERNELS_PATH", "")]).strip(
             os.pathsep
         )
-        returncode = subprocess.call(command, env=env)
-        lines = [json.loads(x) for x in report.read_text().splitlines()] if report.exists() else []
+        returncode, lines = run_reporting(command, env, Path(tmp))
     hits = sum(x["hits"] for x in lines)
     missed, predicted = (keys_in(lines, kind) for kind in ("missed", "predicted"))
     graphs = {k: sum(x.get(f"graph_{k}", 0) for x in lines) for k in ("hits", "misses")}
@@ -134,6 +123,34 @@ def keys_in(lines: list[dict[str, Any]], kind: str) -> list[tuple[str, tuple[Any
 def add_commands(sub: Any) -> None:
     add_capture(sub)
     add_coverage(sub)
+
+
+def program_argument(p: argparse.ArgumentParser) -> None:
+    """COMMAND, the program a command runs, given after `--`."""
+    p.add_argument(
+        "command_line", nargs=argparse.REMAINDER, metavar="-- COMMAND ...", help="the program to run"
+    )
+
+
+def program_to_run(command_line: list[str], example: str) -> list[str]:
+    """The program given after `--`; refused in one line when none was."""
+    command = program(command_line)
+    if not command:
+        raise TunedKernelsError(f"give the program to run after --, e.g. -- {example}")
+    return command
+
+
+def run_reporting(command: list[str], env: dict[str, str], tmp: Path) -> tuple[int, list[dict[str, Any]]]:
+    """Runs `command` with serving on, each of its processes appending its hits, predictions, misses and
+    overlay to a report in `tmp` (TUNED_KERNELS_REPORT): its exit status, and the report's lines."""
+    import subprocess
+
+    report = tmp / "report.jsonl"
+    returncode = subprocess.call(
+        command, env={**env, "TUNED_KERNELS": "1", "TUNED_KERNELS_REPORT": str(report)}
+    )
+    lines = [json.loads(x) for x in report.read_text().splitlines()] if report.exists() else []
+    return returncode, lines
 
 
 def program(command_line: list[str]) -> list[str]:

@@ -11,9 +11,8 @@ import tempfile
 from pathlib import Path
 from typing import Any
 
-from tuned_kernels.cli.capturing import keys_in, program
+from tuned_kernels.cli.capturing import keys_in, program_argument, program_to_run, run_reporting
 from tuned_kernels.cli.parsing import command, json_option
-from tuned_kernels.errors import TunedKernelsError
 
 
 def add_commands(sub: Any) -> None:
@@ -31,27 +30,18 @@ def add_commands(sub: Any) -> None:
     )
     p.add_argument("-o", "--output", metavar="FILE", help="also write the entries tuned to this results file")
     json_option(p, "what was tuned")
-    p.add_argument(
-        "command_line", nargs=argparse.REMAINDER, metavar="-- COMMAND ...", help="the program to run"
-    )
+    program_argument(p)
 
 
 def cmd_tune_misses(args: argparse.Namespace) -> int:
-    import subprocess
-
-    command_line = program(args.command_line)
-    if not command_line:
-        raise TunedKernelsError("give the program to run after --, e.g. -- python app.py")
+    command_line = program_to_run(args.command_line, "python app.py")
     if args.output:
         from tuned_kernels.results.formats import format_for
 
         format_for(args.output)  # a bad extension fails before the program runs
     with tempfile.TemporaryDirectory(prefix="tuned-kernels-misses-") as tmp:
-        report = Path(tmp) / "report.jsonl"
-        env = {**os.environ, "TUNED_KERNELS": "1", "TUNED_KERNELS_ON_MISS": "tune"}
-        env["TUNED_KERNELS_REPORT"] = str(report)
-        returncode = subprocess.call(command_line, env=env)
-        lines = [json.loads(x) for x in report.read_text().splitlines()] if report.exists() else []
+        env = {**os.environ, "TUNED_KERNELS_ON_MISS": "tune"}
+        returncode, lines = run_reporting(command_line, env, Path(tmp))
     tuned = keys_in(lines, "missed")
     overlays = sorted({x["overlay"] for x in lines if x.get("overlay")})
     written = _write_tuned(Path(args.output), overlays, set(tuned)) if args.output and tuned else 0
