@@ -24,22 +24,18 @@ def exit_summary(summary: Mapping[str, Any]) -> list[str]:
     missed = summary.get("missed_keys", [])
     fell_back = dict(summary.get("fallbacks", {}))
     if missed:
-        named = "; ".join(f"{name} ({', '.join(key)})" for name, key in missed[:MAX_NAMED])
-        more = f" and {misses - MAX_NAMED} more" if misses > MAX_NAMED else ""
         overlay = summary["overlay"]
         if overlay.get("kept", True):
             went = f"kept in {overlay['path']} (every environment of this user)"
         else:  # the one line of why came when it happened
             went = "kept in this process only (the overlay could not be written)"
             fell_back.pop("overlay_write", None)
-        lines.append(f"missed: {named}{more}; tuned here and {went}")
+        lines.append(f"missed: {keys_named(missed, misses)}; tuned here and {went}")
     guessed = summary.get("predicted_keys", [])
     if guessed:
-        named = "; ".join(f"{name} ({', '.join(key)})" for name, key in guessed[:MAX_NAMED])
-        more = f" and {predicted - MAX_NAMED} more" if predicted > MAX_NAMED else ""
         lines.append(
-            f"predicted, not in any bundle: {named}{more}; served untimed (`tuned-kernels tune-misses -- "
-            "COMMAND` tunes them)"
+            f"predicted, not in any bundle: {keys_named(guessed, predicted)}; served untimed (`tuned-kernels "
+            "tune-misses -- COMMAND` tunes them)"
         )
     changed = summary["changed_kernels"]
     if changed:
@@ -83,6 +79,12 @@ def exit_summary(summary: Mapping[str, Any]) -> list[str]:
             )
         )
     return [f"tuned-kernels: {line}" for line in lines]
+
+
+def keys_named(keys: list[list[Any]], total: int) -> str:
+    """ "k (1, 2); k (3, 4) and 5 more": the first MAX_NAMED of the summary's `[name, [key values]]`, of `total`."""
+    named = "; ".join(f"{name} ({', '.join(key)})" for name, key in keys[:MAX_NAMED])
+    return named + (f" and {total - MAX_NAMED} more" if total > MAX_NAMED else "")
 
 
 def first_named(names: list[str], total: int) -> str:

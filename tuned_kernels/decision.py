@@ -3,12 +3,12 @@
 `decide(identity, key, fits, sources, policy, kept)` returns a `Decision`: a hit (the stored config for
 this exact slot), predicted (a config chosen from what the bundles timed at the nearest tuned keys, among
 those the kernel's own pruning `kept` for this key: the default on a miss where a bundle holds the kernel;
-keys this machine tuned do not count), nearest (the config of the
-nearest tuned key, when the policy asks for it), seed (a stale bundle's configs to start a short re-tune
-from) or miss, with the configs a miss must never try. A prediction is kept in the overlay, untimed, so
-later runs serve it at once and a run with `on_miss="tune"` tunes it. A stored
-config counts only where `fits` says it is one the kernel itself offers; the others come back as `unfit`,
-for the caller to report. Serving, capture and coverage differ only in their `Policy`.
+keys this machine tuned do not count), nearest (the config of the nearest tuned key, when the policy asks
+for it), seed (a stale bundle's configs to start a short re-tune from) or miss, with the configs a miss
+must never try. A prediction is kept in the overlay, untimed, so later runs serve it at once and a run
+with `on_miss="tune"` tunes it. A stored config counts only where `fits` says it is one the kernel itself
+offers; the others come back as `unfit`, for the caller to report. Serving, capture and coverage differ
+only in their `Policy`.
 """
 
 from __future__ import annotations
