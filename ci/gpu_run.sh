@@ -3,7 +3,8 @@
 #   the device tool runs it with .whl carried (our wheel plus zstandard, protobuf, platformdirs, filelock;
 #   for the tests of real programs and Helion also fla-core, liger-kernel, helion and filecheck; for the
 #   dask step dask, distributed and the few of their dependencies the machine lacks).
-#   STEPS (default: tests and every benchmark step) picks: tests, helion, miss (benchmarks/miss.py, with its
+#   STEPS (default: tests and every benchmark step) picks: tests, matrix (tests/test_serving_matrix.py on
+#   the GPU, its table in $OUT/serving-matrix.md), helion, miss (benchmarks/miss.py, with its
 #   MISS_ARGS), predict-first (benchmarks/predict_first_call.py) and/or benchmarks/run.py's --steps.
 #   helion: benchmarks/helion_first_call.py, its HELION_MODES (default all) in HELION_WORK (kept in
 #   $OUT/helion-work.tgz, to carry to the next call: a search of every kernel may take most of one call).
@@ -29,6 +30,13 @@ if [[ ,$STEPS, == *,tests,* ]]; then
   TUNED_KERNELS_GPU_TESTS=1 python3 -m pytest -q -p no:cacheprovider --import-mode=importlib \
     "$REPO/tests/test_gpu.py" -k "${GPU_TESTS_K:-}" > "$OUT/gpu-tests.log" 2>&1 || { echo "GPU TESTS FAILED"; failed=1; }
   tail -25 "$OUT/gpu-tests.log"
+fi
+if [[ ,$STEPS, == *,matrix,* ]]; then
+  # where a bundle is served and where not, on this GPU: the table goes to $OUT/serving-matrix.md
+  PYTHONPATH=$PYTHONPATH:$REPO TUNED_KERNELS_GPU_TESTS=1 MATRIX_TABLE="$OUT/serving-matrix.md" python3 -m pytest -q -p no:cacheprovider \
+    --import-mode=importlib "$REPO/tests/test_serving_matrix.py" > "$OUT/matrix-tests.log" 2>&1 || { echo "MATRIX FAILED"; failed=1; }
+  tail -25 "$OUT/matrix-tests.log"; cat "$OUT/serving-matrix.md" 2>/dev/null
+  STEPS=${STEPS/matrix/}; STEPS=${STEPS//,,/,}; STEPS=${STEPS#,}; STEPS=${STEPS%,}
 fi
 if [[ ,$STEPS, == *,helion,* ]]; then
   # Helion's benchmark workers are spawned processes, which died on these machines ("worker pipe closed

@@ -36,10 +36,12 @@ def enable(settings: Settings | None = None) -> Registry:
             registry.warmup = warmup.start(registry)
     autotuner.patch()
     inductor_hooks.install_when_imported(_stored, _place_graphs)
-    if registry.settings.strict:
-        from tuned_kernels.inductor_edge import strict
+    from tuned_kernels.inductor_edge import watch
 
-        strict.install(strict_stop)
+    if registry.settings.strict:
+        watch.install(strict_stop)
+    else:
+        watch.notice_graph_compiles(_say_graph_compiled)
     helion_hooks.install_when_imported()
     return registry
 
@@ -65,6 +67,21 @@ def _place_graphs() -> None:
     registry = installed_registry()
     if registry is not None:
         registry.place_graphs(inductor_cache_dir())
+
+
+def _say_graph_compiled(doing: str) -> None:
+    """Once per process: a graph compiled here though the bundles offered graphs (else nothing to say)."""
+    registry = installed_registry()
+    if registry is None:
+        return
+    offered = registry.stats.graph_files_placed + registry.stats.graph_files_present
+    said = (
+        f"{doing} that none of the bundles' {offered} torch.compile graph files holds (its inputs, torch or "
+        "Inductor's settings differ from the capture's); it compiles as it would without them"
+    )
+    explained = registry.stats.graph_files_refused  # a refused file was said already: that is why
+    if offered and not explained and said not in registry.problems:
+        registry.warn(said)
 
 
 def is_enabled() -> bool:

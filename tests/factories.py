@@ -87,6 +87,18 @@ def tuned_file(corpus: str, path: Path) -> Path:
     return path
 
 
+def graphs_made_with_torch(results: model.Results, version: str) -> model.Results:
+    """The torch.compile graph entries as if made with torch `version` (their source: torch's)."""
+    from tuned_kernels.inductor_edge import graphs
+
+    identity = model.KernelIdentity(graphs.NAME, source_hash(f"torch {version}"))
+    entries = tuple(
+        dataclasses.replace(e, kernel=identity) if e.kernel.name == graphs.NAME else e
+        for e in results.entries
+    )
+    return results.with_entries(entries)
+
+
 def warnings_in(stderr: str) -> list[str]:
     """A program's warnings from tuned-kernels: each one line of its own, `tuned-kernels: ...`, never the
     warnings module's `file.py:241: TunedKernelsWarning: ...` and source line."""

@@ -170,15 +170,6 @@ def with_graph_blobs(results: model.Results, edit: Callable[[bytes], bytes]) -> 
     return dataclasses.replace(results, blobs=blobs)
 
 
-def made_with_torch(results: model.Results, version: str) -> model.Results:
-    identity = model.KernelIdentity(graphs.NAME, factories.source_hash(f"torch {version}"))
-    entries = tuple(
-        dataclasses.replace(e, kernel=identity) if e.kernel.name == graphs.NAME else e
-        for e in results.entries
-    )
-    return results.with_entries(entries)
-
-
 def swapped(results: model.Results) -> model.Results:
     """The forward's and the backward's FX-graph entries under each other's key."""
     fx = [e for e in _graph_entries(results) if dict(e.best.kwargs)[graphs.KIND] == "fxgraph"]
@@ -200,7 +191,7 @@ def rekeyed(results: model.Results, key: Callable[[str], str]) -> model.Results:
 GRAPH_HOSTILE: list[tuple[str, Callable[[model.Results], model.Results], int]] = [
     ("truncated", lambda r: with_graph_blobs(r, lambda b: b[: len(b) // 2]), 1),
     ("edited", lambda r: with_graph_blobs(r, lambda b: b[:100] + bytes([b[100] ^ 1]) + b[101:]), 1),
-    ("another-torch", lambda r: made_with_torch(r, "2.0.0"), 1),
+    ("another-torch", lambda r: factories.graphs_made_with_torch(r, "2.0.0"), 1),
     ("path-out-of-the-cache", lambda r: rekeyed(r, lambda k: "../../" + k), 1),
     ("another-key", lambda r: rekeyed(r, lambda k: k.replace("/f", "/fz", 1).replace("/a", "/az", 1)), 1),
     ("swapped", swapped, 1),
