@@ -115,6 +115,39 @@ def test_served_artifacts_load_through_tritons_own_metadata_parsing(
     assert store.served == len({e.artifacts[0].cache_key for e in compiled.entries})
 
 
+@pytest.mark.parametrize(
+    ("compiled_here", "said"),
+    [
+        ({"enable_fp_fusion": False}, "enable_fp_fusion True in the bundle, False here"),
+        ({"debug": True}, "debug False in the bundle, True here"),
+        ({"hash": "0" * 64, "num_warps": 8, "shared": 0}, None),  # another config or specialization
+    ],
+)
+def test_a_kernel_compiled_here_under_other_triton_settings_than_the_bundles_says_which_once(
+    compiled: model.Results,
+    store: cache_manager.ArtifactStore,
+    compiled_here: dict[str, Any],
+    said: str | None,
+) -> None:
+    problems: list[str] = []
+    store.on_problem = problems.append
+    store.add(compiled, "test bundle")
+    artifact = compiled.entries[0].artifacts[0]
+    metadata_file = next(f for f in artifact.files if f.name.endswith(".json"))
+    metadata = json.loads(compiled.blobs[metadata_file.sha256])
+    assert compiled_here.keys() <= metadata.keys()  # Triton's metadata records these
+    recompiled = json.dumps(metadata | compiled_here).encode()
+    for _ in range(2):
+        store.count_compiled(metadata_file.name.removesuffix(".json"), recompiled)
+    assert store.compiled_here == 2
+    if said is None:
+        assert problems == []
+    else:
+        assert len(problems) == 1 and said in problems[0] and "Triton compiles it here" in problems[0], (
+            problems
+        )
+
+
 def test_a_corrupt_artifact_falls_back_to_compiling_with_one_warning(
     tmp_path: Path, store: cache_manager.ArtifactStore
 ) -> None:

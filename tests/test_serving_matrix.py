@@ -64,7 +64,7 @@ class Change:
     bare: bool = False
     # False: the change alters what the program computes (its own unserved run is the reference)
     same_math: bool = True
-    gpu_only: bool = False
+    gpus: int = 0  # the GPUs the row needs
 
     def must(self) -> dict[str, bool]:
         """Per column this row concerns (on this machine), served or not; a GPU's compiled kernels go with
@@ -148,14 +148,26 @@ CHANGES = [
         {"graph": False},
         env={"TORCHINDUCTOR_SIZE_ASSERTS": "0"},
     ),
-    Change(
+    Change(  # Inductor's kernels set fp fusion themselves (from its own config): its graphs stay served
         "a setting that changes Triton's generated code (TRITON_DEFAULT_FP_FUSION=0)",
-        {"triton": True, "compiled": False, "graph": False},
+        {"triton": True, "compiled": False, "graph": True},
         env={"TRITON_DEFAULT_FP_FUSION": "0"},
-        gpu_only=True,
+        gpus=1,
     ),
+    Change("another GPU of the machine (cuda:1)", BOTH, env={"MATRIX_DEVICE": "cuda:1"}, gpus=2),
+    Change("`CUDA_VISIBLE_DEVICES` reordered (1,0)", BOTH, env={"CUDA_VISIBLE_DEVICES": "1,0"}, gpus=2),
 ]
-ROWS = [change for change in CHANGES if GPU or not change.gpu_only]
+
+
+def _gpus() -> int:
+    if not GPU:
+        return 0
+    import torch
+
+    return torch.cuda.device_count()
+
+
+ROWS = [change for change in CHANGES if change.gpus <= _gpus()]
 
 
 def _run(place: Place, command: list[str], env: dict[str, str], cwd: Path) -> dict[str, Any]:

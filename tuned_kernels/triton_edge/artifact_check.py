@@ -92,3 +92,22 @@ def threads_per_block(binary: Elf, kernel: str) -> int | None:
         else:  # a format whose length is not read here: what follows is not known
             return None
     return None
+
+
+# what a compiled kernel's metadata records of the kernel and its config, not of how Triton was set up (and
+# extern_libs: library paths, which differ by install; Triton keys their contents)
+_NOT_A_SETTING = frozenset(
+    {"hash", "name", "num_warps", "num_stages", "num_ctas", "maxnreg", "shared", "tmem_size", "n_regs",
+     "n_spills", "global_scratch_size", "global_scratch_align", "profile_scratch_size", "profile_scratch_align",
+     "tensordesc_meta", "cluster_dims", "ir_override", "extern_libs"}
+)  # fmt: skip
+
+
+def settings_apart(held: Mapping[str, Any], compiled: Mapping[str, Any]) -> list[str]:
+    """The compile settings (`enable_fp_fusion`, `debug`, ...) in which a bundle's compiled kernel and one
+    Triton compiled here of the same kernel differ: "enable_fp_fusion True in the bundle, False here" each."""
+    return [
+        f"{key} {held[key]!r} in the bundle, {compiled[key]!r} here"
+        for key in sorted(held.keys() & compiled.keys() - _NOT_A_SETTING)
+        if held[key] != compiled[key]
+    ]

@@ -29,6 +29,7 @@ from tuned_kernels.triton_edge.artifact_check import (
     BINARY_SUFFIXES,
     METADATA_SUFFIX,
     gpu_target_of,
+    settings_apart,
     why_not_served,
 )
 
@@ -53,6 +54,7 @@ class ArtifactStore:
         self.compiled_here = 0  # kernels Triton compiled and stored through this manager
         self.compiled_here_names: list[str] = []  # the first MAX_NAMES_KEPT of them, by kernel name
         self.on_problem: Callable[[str], None] = lambda _: None
+        self.said_settings_apart = False
 
     def add(self, results: model.Results, source: str, other_files: str = "") -> int:
         """Holds the compiled kernels of `results` (not the files of the kernel named `other_files`: they
@@ -105,11 +107,41 @@ class ArtifactStore:
         with self._lock:
             self.served += 1
 
-    def count_compiled(self, name: str) -> None:
+    def count_compiled(self, name: str, metadata: bytes | None = None) -> None:
+        """Triton compiled the kernel `name` here (`metadata`: its metadata file). Where the bundles hold
+        that kernel compiled under other settings only, why it was not served is said once."""
         with self._lock:
             self.compiled_here += 1
             if len(self.compiled_here_names) < MAX_NAMES_KEPT:
                 self.compiled_here_names.append(name)
+            held = [
+                h
+                for h in self._held.values()
+                if any(f.name == name + METADATA_SUFFIX for f in h.artifact.files)
+            ]
+        apart = _settings_apart_from(held, name + METADATA_SUFFIX, metadata)
+        if apart and not self.said_settings_apart:
+            self.said_settings_apart = True
+            self.on_problem(
+                f"compiled kernel {name}: the bundles hold it compiled under other Triton settings "
+                f"({'; '.join(apart)}); Triton compiles it here"
+            )
+
+
+def _settings_apart_from(held: list[_Held], metadata_name: str, metadata: bytes | None) -> list[str]:
+    """The settings a kernel compiled here differs in from the closest of the bundles' compiles of it (none
+    where one differs in none: another specialization or config, not another setting)."""
+    if not held or metadata is None:
+        return []
+    try:
+        compiled = json.loads(metadata)
+        candidates = []
+        for h in held:
+            sha = next(f.sha256 for f in h.artifact.files if f.name == metadata_name)
+            candidates.append(settings_apart(json.loads(h.blobs[sha]), compiled))
+    except (ValueError, KeyError, TypeError, AttributeError):  # unreadable metadata: nothing to say
+        return []
+    return min(candidates, key=len)
 
 
 def triton_manager_key(cache_key: str) -> str:
@@ -154,7 +186,9 @@ class ArtifactCacheManager:
     def put_group(self, filename: str, group: dict[str, str]) -> Any:
         stored = self.inner.put_group(filename, group)
         if filename.endswith(METADATA_SUFFIX):  # Triton compiled a kernel (served ones are placed above)
-            type(self).store.count_compiled(filename.removesuffix(METADATA_SUFFIX))
+            type(self).store.count_compiled(
+                filename.removesuffix(METADATA_SUFFIX), _read(group.get(filename))
+            )
         listener = _capturing[0] if _capturing else None
         if listener is not None and filename.endswith(METADATA_SUFFIX):
             from triton import knobs
@@ -165,6 +199,14 @@ class ArtifactCacheManager:
 
     def __getattr__(self, name: str) -> Any:  # anything else Triton asks of its cache manager
         return getattr(self.__dict__["inner"], name)
+
+
+def _read(path: str | None) -> bytes | None:
+    """A compiled kernel's metadata file Triton just wrote into its cache (small), or None."""
+    try:
+        return Path(path).read_bytes() if path else None
+    except OSError:
+        return None
 
 
 Recorder = Callable[[model.Artifact, dict[str, bytes], str], None]  # a compiled kernel, its bytes, its name
