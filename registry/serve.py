@@ -76,8 +76,8 @@ def _say_graph_compiled(doing: str) -> None:
         return
     offered = registry.stats.graph_files_placed + registry.stats.graph_files_present
     said = (
-        f"{doing} that none of the bundles' {offered} torch.compile graph files holds (its inputs, torch or "
-        "Inductor's settings differ from the capture's); it compiles as it would without them"
+        f"{doing} that none of the bundles' {offered} torch.compile graph files holds (its inputs, their device "
+        "index, torch or Inductor's settings differ from the capture's); it compiles as it would without them"
     )
     explained = registry.stats.graph_files_refused  # a refused file was said already: that is why
     if offered and not explained and said not in registry.problems:
