@@ -85,6 +85,31 @@ def _compiled_by(results: Any) -> Any:
     return dataclasses.replace(results, header=dataclasses.replace(results.header, compiler=compiler))
 
 
+def _backend_of(results: Any) -> Any:
+    compiler = dataclasses.replace(
+        results.header.compiler, backend_hash="0" * 64, backend_versions=(("ptxas", "12.4.131"),)
+    )
+    return dataclasses.replace(results, header=dataclasses.replace(results.header, compiler=compiler))
+
+
+def _runtime_of(results: Any) -> Any:
+    target = dataclasses.replace(results.header.target, driver_version="550.54.15", runtime_version="12.4")
+    versions = (*results.header.compiler.backend_versions, ("runtime", "12.4"))
+    compiler = dataclasses.replace(results.header.compiler, backend_versions=tuple(sorted(versions)))
+    header = dataclasses.replace(results.header, target=target, compiler=compiler)
+    return dataclasses.replace(results, header=header)
+
+
+def _tuned_on_another_card(results: Any) -> Any:
+    card = dataclasses.replace(
+        results.header.target,
+        device_name="NVIDIA H100 80GB HBM3",
+        multiprocessor_count=132,
+        memory_bytes=80 << 30,
+    )
+    return dataclasses.replace(results, header=dataclasses.replace(results.header, target=card))
+
+
 def _made_with_another_torch(results: Any) -> Any:
     compiler = dataclasses.replace(results.header.compiler, torch_version="2.12.0")
     results = dataclasses.replace(results, header=dataclasses.replace(results.header, compiler=compiler))
@@ -113,6 +138,13 @@ CHANGES = [
     ),
     Change(
         "another Triton (a bundle built with 3.8.0)", {"triton": False, "graph": False}, bundle=_compiled_by
+    ),
+    Change("another card of the same target (a bundle made on an H100)", BOTH, bundle=_tuned_on_another_card),
+    Change("another CUDA runtime and driver, the same Triton and ptxas", BOTH, bundle=_runtime_of),
+    Change(
+        "another ptxas (the bundle's backend compiler differs)",
+        {"triton": False, "graph": False},
+        bundle=_backend_of,
     ),
     Change(
         "another torch (graphs made with 2.12.0)",
