@@ -6,6 +6,7 @@ from __future__ import annotations
 
 from typing import Any
 
+import cross_card
 import inductor_warm
 from steps import cold, helion, hot, inductor, load, miss, predict, programs, quality, scaling, tune
 
@@ -28,4 +29,5 @@ def table(report: dict[str, Any]) -> str:
     quality.choices_verdicts(report, t)
     for step in (inductor, programs, cold, hot, quality, tune, load, scaling, miss, helion, predict):
         step.verdicts(report, t)
+    cross_card.verdicts(report, t)
     return "\n".join(t.lines)
