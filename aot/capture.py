@@ -64,8 +64,9 @@ def capture(output: str, command: Sequence[str], merge: bool = False) -> Capture
     inductor_cache = Path(tempfile.mkdtemp(prefix=".capturing-inductor-", dir=path.parent))
     env = {**os.environ, "TUNED_KERNELS_CAPTURE": str(work), "TORCHINDUCTOR_CACHE_DIR": str(inductor_cache)}
     try:
+        seeded = _warm_start(inductor_cache)
         returncode = _run(command, env)
-        _add_inductor_state(work, inductor_cache)
+        _add_inductor_state(work, inductor_cache, seeded)
         if not work.exists():
             if returncode != 0:
                 return CaptureReport(returncode, 0, (), written=False)
@@ -146,14 +147,25 @@ def _merged(before: model.Results, now: model.Results) -> model.Results:
     return merge_results(inputs, created_at=now.header.created_at, tool_version=TOOL_VERSION)
 
 
-def _add_inductor_state(work: Path, inductor_cache: Path) -> None:
-    """What Inductor left in its cache directory, into `work`: the configs it tuned for the kernels it
-    generated, and its compiled graphs (with their kernels)."""
-    from tuned_kernels.inductor_edge import autotune_cache, graphs
+def _warm_start(inductor_cache: Path) -> dict[str, str]:
+    """The private cache directory starts with what Inductor tuned in the user's own (warm_start.py)."""
+    from tuned_kernels.inductor_edge import autotune_cache, warm_start
+
+    try:
+        return warm_start.seed(autotune_cache.inductor_cache_dir(), inductor_cache)
+    except OSError:  # an unreadable cache directory: the capture tunes what it needs
+        return {}
+
+
+def _add_inductor_state(work: Path, inductor_cache: Path, seeded: dict[str, str]) -> None:
+    """What Inductor left in its cache directory, into `work`: the configs it tuned (or found tuned) for the
+    kernels it generated, and its compiled graphs (with their kernels)."""
+    from tuned_kernels.inductor_edge import autotune_cache, graphs, warm_start
 
     header = _header()
     found, blobs = graphs.harvest(inductor_cache, graphs.files_target(header.target.arch))
-    entries = [*autotune_cache.harvest(inductor_cache), *found]
+    tuned = autotune_cache.harvest(inductor_cache, warm_start.used(inductor_cache, seeded))
+    entries = [*tuned, *found]
     if entries:
         add_to_overlay(work, header, entries, blobs, None)
 

@@ -80,6 +80,33 @@ def test_inductor_gemm_choice_is_captured_then_served_from_the_bundle(tmp_path: 
     assert _coverage(tmp_path, bundle, TUNED_KERNELS_COMPILED="0") == choice_served
 
 
+def test_a_capture_on_a_machine_already_warm_times_nothing_and_records_what_a_cold_one_does(
+    tmp_path: Path,
+) -> None:
+    """The user's Inductor cache is warm from a plain run (no tuned-kernels): a capture starts from its
+    tuning results, benchmarks no GEMM choice, and its bundle holds the same choices a cold capture's does."""
+
+    def benchmarked(done: subprocess.CompletedProcess[str]) -> int:
+        return int(re.findall(r"SLOW_MM_CALLS (\d+)", done.stdout)[-1])
+
+    def choices_of(bundle: Path) -> list[tuple[str, model.TuningKey, model.Config]]:
+        return [
+            (e.kernel.name, e.key, e.best)
+            for e in read_results(bundle).entries
+            if e.kernel.name != graphs.NAME
+        ]
+
+    cold = _run(tmp_path, "capture", "-o", str(tmp_path / "cold.textproto"), "--", *APP)
+    users = {"TORCHINDUCTOR_CACHE_DIR": str(tmp_path / "users-inductor")}
+    env = {k: v for k, v in os.environ.items() if not k.startswith("TUNED_KERNELS")} | users
+    plain = subprocess.run(APP, env=env, capture_output=True, text=True, timeout=300)
+    assert plain.returncode == 0, plain.stderr[-3000:]
+    warm = _run(tmp_path, "capture", "-o", str(tmp_path / "warm.textproto"), "--", *APP, **users)
+    assert benchmarked(plain) > 0 and benchmarked(cold) > 0
+    assert benchmarked(warm) == 0
+    assert choices_of(tmp_path / "warm.textproto") == choices_of(tmp_path / "cold.textproto") != []
+
+
 def test_inductor_gemm_choice_missing_from_bundles_is_autotuned_once_then_remembered(tmp_path: Path) -> None:
     empty = tmp_path / "no-bundles"
     empty.mkdir()
@@ -276,6 +303,39 @@ def test_harvested_best_configs_are_written_back_as_inductor_wrote_them(tmp_path
     fresh = tmp_path / "fresh"
     assert autotune_cache.install(read_results(bundle).entries, fresh) == 1
     assert json.loads((fresh / RELATIVE).read_text()) == BEST_CONFIG
+
+
+def test_a_capture_keeps_the_best_configs_carried_over_that_its_program_read_or_rewrote(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A warm start copies every `.best_config` of the user's cache; the bundle gets those the program
+    looked up (recorded by the look-up, inside a capture only) or rewrote, and those it wrote itself."""
+    from tuned_kernels.inductor_edge import warm_start
+
+    users, private = tmp_path / "users", tmp_path / "private"
+    names = {n: f"{n}{n}/{n * 64}.best_config" for n in "abcd"}
+    for n in "abc":
+        (users / names[n]).parent.mkdir(parents=True)
+        (users / names[n]).write_text(
+            json.dumps({"XBLOCK": 64, "num_warps": 4, "num_stages": 1, "configs_hash": n})
+        )
+    seeded = warm_start.seed(users, private)
+    assert set(seeded) == {names[n] for n in "abc"}
+    warm_start.record_read(str(private / names["a"]), private)  # outside a capture: not recorded
+    assert warm_start.used(private, seeded) == set()
+    monkeypatch.setenv("TUNED_KERNELS_CAPTURE", str(tmp_path / "bundle.pb"))
+    warm_start.record_read(str(private / names["a"]), private)
+    warm_start.record_read(str(users / names["b"]), private)  # another cache directory's: not this capture's
+    (private / names["c"]).write_text(
+        json.dumps({"XBLOCK": 128, "num_warps": 4, "num_stages": 1, "configs_hash": "c"})
+    )
+    (private / names["d"]).parent.mkdir(parents=True)
+    (private / names["d"]).write_text(
+        json.dumps({"XBLOCK": 32, "num_warps": 2, "num_stages": 1, "configs_hash": "d"})
+    )
+    assert warm_start.used(private, seeded) == {names["a"], names["c"], names["d"]}
+    harvested = autotune_cache.harvest(private, warm_start.used(private, seeded))
+    assert sorted(e.key[0] for e in harvested) == sorted(names[n] for n in "acd")
 
 
 def test_a_best_config_already_in_the_cache_is_never_replaced(tmp_path: Path) -> None:

@@ -62,12 +62,15 @@ def is_plausible(data: Any) -> bool:
     return "num_warps" in data and "num_stages" in data
 
 
-def harvest(cache_dir: Path) -> list[model.Entry]:
-    """Entries for the plausible `.best_config` files under an Inductor cache directory."""
+def harvest(cache_dir: Path, only: set[str] | None = None) -> list[model.Entry]:
+    """Entries for the plausible `.best_config` files under an Inductor cache directory (`only`: those of
+    these relative paths)."""
     entries = []
     for path in sorted(cache_dir.glob("*/*.best_config")):
         relative = path.relative_to(cache_dir).as_posix()
         try:
+            if only is not None and relative not in only:
+                continue
             if not matches(RELATIVE_PATH, relative) or path.stat().st_size > MAX_FILE_BYTES:
                 continue
             data = json.loads(path.read_text())
@@ -125,6 +128,10 @@ def mend_read_best() -> None:
         if isinstance(local, tuple) and len(local) == 2 and isinstance(local[1], str):
             self.local_cache = (local[0], relocated(local[1], inductor_cache_dir()))
         best = read_best(self, inductor_meta, configs)
+        if best is not None and isinstance(local, tuple) and len(local) == 2:
+            from tuned_kernels.inductor_edge import warm_start
+
+            warm_start.record_read(str(self.local_cache[1]), inductor_cache_dir())
         if best is not None and getattr(best, "found_by_coordesc", False):
             with contextlib.suppress(AttributeError, TypeError):  # configs of another shape: left as they are
                 mark_found_by_coordesc(best, configs)
