@@ -1,6 +1,7 @@
 """The serving matrix's program (tests/test_serving_matrix.py): an autotuned Triton kernel calling a helper
 that reads a global constexpr, and a torch.compile graph, each run and checked; with MATRIX_PARTS naming
-`triton`, `graph` (both by default) or one of them, on MATRIX_DEVICE (default: cpu). Prints one line,
+`triton`, `graph` (both by default), `helion` (a Helion kernel; on the CPU searched by tests/helion_program.py's
+wall-clock search, whose folder MATRIX_HELION_SEARCH names), on MATRIX_DEVICE (default: cpu). Prints one line,
 `MATRIX {...}`: a digest of each part's outputs (the same kernels on the same inputs give the same bits),
 Inductor's counts of graphs found in its caches and compiled, and what `tuned_kernels.stats()` says where
 tuned-kernels serves."""
@@ -62,6 +63,29 @@ if "graph" in PARTS:
         "fxgraph_hits": counters["inductor"]["fxgraph_cache_hit"],
         "fxgraph_misses": counters["inductor"]["fxgraph_cache_miss"],
     }
+
+if "helion" in PARTS:
+    import sys
+
+    import helion
+    import helion.language as hl
+
+    sys.path.insert(0, os.environ["MATRIX_HELION_SEARCH"])
+    import helion_program
+
+    @helion.kernel()
+    def add(x: torch.Tensor, y: torch.Tensor) -> torch.Tensor:
+        out = torch.empty_like(x)
+        for tile in hl.tile(x.size()):
+            out[tile] = x[tile] + y[tile]
+        return out
+
+    torch.manual_seed(0)
+    x, y = torch.randn(64, 32, device=DEVICE), torch.randn(64, 32, device=DEVICE)
+    out = add(x, y)
+    torch.testing.assert_close(out, x + y)
+    report["outputs"]["helion"] = hashlib.sha256(out.cpu().numpy().tobytes()).hexdigest()[:16]
+    report["helion_searches"] = list(helion_program.SEARCHES)
 
 try:
     import tuned_kernels
