@@ -321,11 +321,13 @@ def test_a_capture_keeps_the_best_configs_carried_over_that_its_program_read_or_
         )
     seeded = warm_start.seed(users, private)
     assert set(seeded) == {names[n] for n in "abc"}
-    warm_start.record_read(str(private / names["a"]), private)  # outside a capture: not recorded
+    autotune_cache.record_read(str(private / names["a"]), private)  # outside a capture: not recorded
     assert warm_start.used(private, seeded) == set()
     monkeypatch.setenv("TUNED_KERNELS_CAPTURE", str(tmp_path / "bundle.pb"))
-    warm_start.record_read(str(private / names["a"]), private)
-    warm_start.record_read(str(users / names["b"]), private)  # another cache directory's: not this capture's
+    autotune_cache.record_read(str(private / names["a"]), private)
+    autotune_cache.record_read(
+        str(users / names["b"]), private
+    )  # another cache directory's: not this capture's
     (private / names["c"]).write_text(
         json.dumps({"XBLOCK": 128, "num_warps": 4, "num_stages": 1, "configs_hash": "c"})
     )

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import contextlib
 import json
+import os
 from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
@@ -22,6 +23,7 @@ from tuned_kernels.inductor_edge.keys import PREFIX, torch_source_hash
 from tuned_kernels.whole_match import matches, whole
 
 NAME = f"{PREFIX}best_config"
+READS = "tuned-kernels-best-configs-read"  # in a capture's cache directory: the files read, a line each
 MAX_FILE_BYTES = 64 * 1024
 RELATIVE_PATH = whole(r"[0-9a-z_]{2}/[0-9a-f]{64}\.best_config")
 BLOCK = whole(r"([XYZR]|R\d_)BLOCK")
@@ -129,9 +131,7 @@ def mend_read_best() -> None:
             self.local_cache = (local[0], relocated(local[1], inductor_cache_dir()))
         best = read_best(self, inductor_meta, configs)
         if best is not None and isinstance(local, tuple) and len(local) == 2:
-            from tuned_kernels.inductor_edge import warm_start
-
-            warm_start.record_read(str(self.local_cache[1]), inductor_cache_dir())
+            record_read(str(self.local_cache[1]), inductor_cache_dir())
         if best is not None and getattr(best, "found_by_coordesc", False):
             with contextlib.suppress(AttributeError, TypeError):  # configs of another shape: left as they are
                 mark_found_by_coordesc(best, configs)
@@ -139,6 +139,17 @@ def mend_read_best() -> None:
 
     mended_read_best.mended = True  # type: ignore[attr-defined]
     AutotuneCache.read_best = mended_read_best  # type: ignore[method-assign]
+
+
+def record_read(path: str, cache_dir: Path) -> None:
+    """Inside a capture: notes that the program's Inductor read the `.best_config` at `path` (a look-up
+    that found it), for the capture to ship it (warm_start.py). Outside one, nothing."""
+    if not os.environ.get("TUNED_KERNELS_CAPTURE"):
+        return
+    relative = f"{Path(path).parent.name}/{Path(path).name}"
+    if matches(RELATIVE_PATH, relative) and Path(path).parent.parent.resolve() == cache_dir.resolve():
+        with contextlib.suppress(OSError), open(cache_dir / READS, "a") as reads:
+            reads.write(relative + "\n")  # one short append a line: processes writing at once do not mix
 
 
 def keep_coordesc_mark_through_pickling() -> None:

@@ -7,21 +7,19 @@ that every GEMM choice and fusion is seen and recorded):
 - `cache/<system hash>`: its template autotuning's timings of each GEMM's choices (Inductor reads them
   instead of benchmarking, and hands them to the feedback the capture records winners from);
 - `<2>/<hash>.best_config`: each generated kernel's tuned config. Only those the program reads (recorded
-  by the look-up, `record_read`) or rewrites go into the bundle: the user's cache holds other programs'.
+  by the look-up, `autotune_cache.record_read`) or rewrites go into the bundle: the user's cache holds other programs'.
 """
 
 from __future__ import annotations
 
 import contextlib
 import hashlib
-import os
 import shutil
 from pathlib import Path
 
 from tuned_kernels.inductor_edge import autotune_cache
 from tuned_kernels.whole_match import matches
 
-READS = "tuned-kernels-best-configs-read"  # in the private cache directory: one relative path a line
 MAX_SEEDED = 20_000  # .best_config files carried over at most (the newest)
 MAX_TIMINGS_BYTES = 64 << 20  # a template autotuning cache file larger than this is left behind
 
@@ -53,25 +51,11 @@ def seed(user_cache: Path, private: Path) -> dict[str, str]:
     return seeded
 
 
-def record_read(path: str, cache_dir: Path) -> None:
-    """Inside a capture: notes that the program's Inductor read the `.best_config` at `path` (a look-up
-    that found it). Outside one, nothing."""
-    if not os.environ.get("TUNED_KERNELS_CAPTURE"):
-        return
-    relative = f"{Path(path).parent.name}/{Path(path).name}"
-    if (
-        matches(autotune_cache.RELATIVE_PATH, relative)
-        and Path(path).parent.parent.resolve() == cache_dir.resolve()
-    ):
-        with contextlib.suppress(OSError), open(cache_dir / READS, "a") as reads:
-            reads.write(relative + "\n")  # one short append a line: processes writing at once do not mix
-
-
 def used(private: Path, seeded: dict[str, str]) -> set[str]:
     """The `.best_config` files under `private` that belong in the bundle: those the program wrote, and
     those carried over that it read (or rewrote)."""
     try:
-        read = set((private / READS).read_text().split())
+        read = set((private / autotune_cache.READS).read_text().split())
     except (OSError, ValueError):
         read = set()
     kept = set()
