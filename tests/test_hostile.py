@@ -515,6 +515,23 @@ def newer_schema(results: model.Results) -> bytes:
     return envelope.SerializeToString()
 
 
+def test_the_temporary_file_of_an_overlay_write_killed_midway_is_removed_by_the_next_write(
+    tmp_path: Path, tuned: model.Results
+) -> None:
+    """A process killed while writing the overlay leaves its temporary file (as `write_atomic` names it);
+    the next write, holding the lock every writer takes, removes it. Other files' temporaries stay."""
+    from tuned_kernels.results.overlay import add_to_overlay
+
+    overlay = tmp_path / "overlay-cpu.pb"
+    left = tmp_path / f".{overlay.name}.k1ll3d.tmp"
+    left.write_bytes(b"half a file")
+    others = tmp_path / ".bundle.pb.abc123.tmp"
+    others.write_bytes(b"another file's write")
+    add_to_overlay(overlay, tuned.header, tuned.entries[:1])
+    assert not left.exists() and others.exists()
+    assert [e.slot for e in read_results(overlay).entries] == [tuned.entries[0].slot]
+
+
 def test_an_overlay_this_version_cannot_read_is_never_rewritten(tmp_path: Path, tuned: model.Results) -> None:
     shared = shared_overlay(tmp_path)
     shared.write_bytes(newer_schema(tuned))

@@ -12,7 +12,9 @@ at the bound the entries tuned longest ago go first (each entry keeps when it wa
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
+import glob
 import os
 import time
 from collections.abc import Mapping, Sequence
@@ -79,6 +81,7 @@ def add_to_overlay(
     from filelock import FileLock  # imported when first written: 20-70 ms at start-up otherwise
 
     with FileLock(str(path) + ".lock", timeout=LOCK_TIMEOUT_S):
+        _remove_leftovers(path)
         held = read_overlay(path) or model.Results(header)
         if supersede:
             slots = {e.slot for e in entries}
@@ -90,6 +93,15 @@ def add_to_overlay(
         if max_entries is not None:
             merged = bounded(merged, {e.slot for e in entries}, max_entries)
         write_results(path, merged)
+
+
+def _remove_leftovers(path: Path) -> None:
+    """The temporary files of writes to `path` that never finished (a process killed mid-write): every
+    writer holds the lock held now, so any such file is a dead writer's."""
+    for leftover in path.parent.glob(f".{glob.escape(path.name)}.*.tmp"):
+        with contextlib.suppress(OSError):
+            if leftover.is_file() and not leftover.is_symlink():
+                leftover.unlink()
 
 
 def bounded(results: model.Results, keep: set[model.EntrySlot], max_entries: int) -> model.Results:
