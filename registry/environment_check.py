@@ -144,6 +144,10 @@ def environment_problems(
                 for e in (e.strip() for e in value.split(","))
                 if e and key_named(e) is None
             ]
-        elif name == "TUNED_KERNELS_CACHE_DIR" and value and (kind_of or kind_of_path)(value) not in FOLDERS:
+        elif (
+            name == "TUNED_KERNELS_CACHE_DIR"
+            and value
+            and (kind_of or kind_of_path)(os.path.expanduser(value)) not in FOLDERS
+        ):
             problems.append(f"{name}={shown}: not a folder; the overlay of tuned misses is not kept")
     return problems

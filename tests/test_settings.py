@@ -202,3 +202,17 @@ def test_a_gpu_target_on_a_machine_without_a_gpu_is_said_before_any_kernel_runs(
         "(unset it to run them on Triton's interpreter)"
     ]
     assert environment_problems({"TUNED_KERNELS_TARGET": "cpu"}, gpu_present=lambda: False) == []
+
+
+def test_a_cache_folder_given_with_a_leading_tilde_is_under_home_not_the_working_folder(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """`TUNED_KERNELS_CACHE_DIR="~/tk"` (quoted, or set where no shell expands it) names ~/tk, as the shell
+    would have; it used to make a folder named `~` in the working folder."""
+    from tuned_kernels.results.overlay import cache_dir
+
+    monkeypatch.setenv("HOME", str(tmp_path / "home"))
+    monkeypatch.setenv("TUNED_KERNELS_CACHE_DIR", "~/tk")
+    monkeypatch.chdir(tmp_path)
+    assert cache_dir() == tmp_path / "home" / "tk"
+    assert environment_problems({"TUNED_KERNELS_CACHE_DIR": "~/tk"}) == []  # a folder it can make

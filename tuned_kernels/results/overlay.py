@@ -36,9 +36,11 @@ class OverlayUnusable(TunedKernelsError):
 
 
 def cache_dir() -> Path:
+    """TUNED_KERNELS_CACHE_DIR (a leading `~` is this user's home, as a shell would have it: a value quoted
+    or set outside a shell keeps it), else the user cache folder."""
     configured = os.environ.get(CACHE_ENV)
     if configured:
-        return Path(configured)
+        return Path(configured).expanduser()
     import platformdirs
 
     return Path(platformdirs.user_cache_dir("tuned-kernels", appauthor=False))
