@@ -47,6 +47,8 @@ def load_corpus(spec: str) -> Corpus:
             module = importlib.import_module(target)
     except CorpusError:
         raise
+    except SystemExit as exc:  # sys.exit() at import: a script's main run by mistake, say
+        raise CorpusError(f"cannot load corpus {spec!r}: importing it exited (status {exc.code})") from None
     except Exception as exc:
         raise CorpusError(f"cannot load corpus {spec!r}: {type(exc).__name__}: {exc}") from exc
     corpus = getattr(module, attr, None)

@@ -240,6 +240,32 @@ def test_bad_corpus_spec_is_one_clear_error(spec: str) -> None:
         load_corpus(spec)
 
 
+def test_a_corpus_that_exits_while_imported_is_one_line_not_a_silent_exit(tmp_path: Path) -> None:
+    """A corpus file whose import calls sys.exit(3) (a script's main run at import): tune says so in one
+    line and fails, instead of exiting 3 with no word."""
+    corpus = tmp_path / "exits_corpus.py"
+    corpus.write_text("import sys\nsys.exit(3)\n")
+    run = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "tuned_kernels",
+            "tune",
+            "--corpus",
+            str(corpus),
+            "-o",
+            str(tmp_path / "r.pb"),
+        ],
+        capture_output=True,
+        text=True,
+        cwd=tmp_path,
+        timeout=300,
+    )
+    assert run.returncode != 3 and run.returncode != 0
+    assert "Traceback" not in run.stderr
+    assert "importing it exited (status 3)" in run.stderr, run.stderr
+
+
 CAPTURED_PROGRAM = """
 import torch, triton, triton.language as tl
 
