@@ -1,6 +1,6 @@
 """What a decision tells the user, once: a kernel that changed since it was tuned, a stored config the
 kernel does not offer, Inductor choices made with another torch, a Helion kernel tuned with another Helion or
-torch. Each said once per kernel (and file)."""
+torch. Each said once per kernel and file (a Helion mismatch once per file)."""
 
 from __future__ import annotations
 
@@ -66,9 +66,10 @@ class Notices:
         for stored, (_, path) in sources.keys_of(identity).items():
             why = helion_keys.mismatch(stored, key)
             if why is not None:
-                self._once(
-                    (identity.name, path),
-                    f"{path}: holds {identity.name} tuned with {why}; Helion autotunes it",
+                self._once(  # once per file and cause: every kernel of that file has it
+                    (f"helion: {why}", path),
+                    f"{path}: holds Helion kernels tuned with {why} ({identity.name} the first met); Helion "
+                    "autotunes them",
                 )
                 return
 
