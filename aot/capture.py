@@ -61,7 +61,9 @@ def capture(output: str, command: Sequence[str], merge: bool = False) -> Capture
         raise TunedKernelsError(f"-o {output}: cannot make its folder: {exc.strerror or exc}") from None
     work = path.with_name(f".capturing-{os.getpid()}-{path.name}")  # the same extension: the same format
     lock = Path(f"{work}.lock")
-    inductor_cache = Path(tempfile.mkdtemp(prefix=".capturing-inductor-", dir=path.parent))
+    from tuned_kernels.inductor_edge.autotune_cache import CAPTURING_PREFIX
+
+    inductor_cache = Path(tempfile.mkdtemp(prefix=CAPTURING_PREFIX, dir=path.parent))
     env = {**os.environ, "TUNED_KERNELS_CAPTURE": str(work), "TORCHINDUCTOR_CACHE_DIR": str(inductor_cache)}
     try:
         seeded = _warm_start(inductor_cache)
@@ -153,7 +155,9 @@ def _warm_start(inductor_cache: Path) -> dict[str, str]:
 
     try:
         return warm_start.seed(autotune_cache.inductor_cache_dir(), inductor_cache)
-    except OSError:  # an unreadable cache directory: the capture tunes what it needs
+    except (
+        Exception
+    ):  # an unreadable cache directory, another torch's layout: the capture tunes what it needs
         return {}
 
 

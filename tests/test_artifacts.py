@@ -120,6 +120,7 @@ def test_served_artifacts_load_through_tritons_own_metadata_parsing(
     [
         ({"enable_fp_fusion": False}, "enable_fp_fusion True in the bundle, False here"),
         ({"debug": True}, "debug False in the bundle, True here"),
+        ({"a_setting_set_here_only": 1}, "a_setting_set_here_only 'unset' in the bundle, 1 here"),
         ({"hash": "0" * 64, "num_warps": 8, "shared": 0}, None),  # another config or specialization
     ],
 )
@@ -135,7 +136,9 @@ def test_a_kernel_compiled_here_under_other_triton_settings_than_the_bundles_say
     artifact = compiled.entries[0].artifacts[0]
     metadata_file = next(f for f in artifact.files if f.name.endswith(".json"))
     metadata = json.loads(compiled.blobs[metadata_file.sha256])
-    assert compiled_here.keys() <= metadata.keys()  # Triton's metadata records these
+    assert (
+        compiled_here.keys() - {"a_setting_set_here_only"} <= metadata.keys()
+    )  # Triton's metadata has these
     recompiled = json.dumps(metadata | compiled_here).encode()
     for _ in range(2):
         store.count_compiled(metadata_file.name.removesuffix(".json"), recompiled)

@@ -24,6 +24,7 @@ from tuned_kernels.whole_match import matches, whole
 
 NAME = f"{PREFIX}best_config"
 READS = "tuned-kernels-best-configs-read"  # in a capture's cache directory: the files read, a line each
+CAPTURING_PREFIX = ".capturing-inductor-"  # the private cache directory `capture` gives the program
 MAX_FILE_BYTES = 64 * 1024
 RELATIVE_PATH = whole(r"[0-9a-z_]{2}/[0-9a-f]{64}\.best_config")
 BLOCK = whole(r"([XYZR]|R\d_)BLOCK")
@@ -144,8 +145,8 @@ def mend_read_best() -> None:
 def record_read(path: str, cache_dir: Path) -> None:
     """Inside a capture: notes that the program's Inductor read the `.best_config` at `path` (a look-up
     that found it), for the capture to ship it (warm_start.py). Outside one, nothing."""
-    if not os.environ.get("TUNED_KERNELS_CAPTURE"):
-        return
+    if not os.environ.get("TUNED_KERNELS_CAPTURE") or not cache_dir.name.startswith(CAPTURING_PREFIX):
+        return  # not `capture`'s own folder (pytest --tuned-kernels-dump keeps the user's cache)
     relative = f"{Path(path).parent.name}/{Path(path).name}"
     if matches(RELATIVE_PATH, relative) and Path(path).parent.parent.resolve() == cache_dir.resolve():
         with contextlib.suppress(OSError), open(cache_dir / READS, "a") as reads:

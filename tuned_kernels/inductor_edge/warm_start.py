@@ -43,6 +43,8 @@ def seed(user_cache: Path, private: Path) -> dict[str, str]:
     seeded = {}
     for _, relative in sorted(found, reverse=True)[:MAX_SEEDED]:
         with contextlib.suppress(OSError):
+            if (user_cache / relative).stat().st_size > autotune_cache.MAX_FILE_BYTES:
+                continue
             data = (user_cache / relative).read_bytes()
             if len(data) <= autotune_cache.MAX_FILE_BYTES:
                 (private / relative).parent.mkdir(parents=True, exist_ok=True)

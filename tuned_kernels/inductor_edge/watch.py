@@ -6,6 +6,7 @@ name: a torch that lacks one is said once and that kind of work is not watched."
 
 from __future__ import annotations
 
+import contextlib
 import functools
 from collections.abc import Callable
 from types import ModuleType
@@ -79,7 +80,8 @@ def _stopping(original: Callable[..., Any], doing: str, stop: Stop) -> Callable[
 def _telling(original: Callable[..., Any], doing: str, notice: Notice) -> Callable[..., Any]:
     @functools.wraps(original)
     def told(self: Any, *args: Any, **kwargs: Any) -> Any:
-        notice(f"Inductor is {doing}")
+        with contextlib.suppress(Exception):  # a warning made an error (-W error): the compile goes on
+            notice(f"Inductor is {doing}")
         return original(self, *args, **kwargs)
 
     told.tuned_kernels_watched = True  # type: ignore[attr-defined]

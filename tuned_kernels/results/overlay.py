@@ -40,7 +40,7 @@ def cache_dir() -> Path:
     or set outside a shell keeps it), else the user cache folder."""
     configured = os.environ.get(CACHE_ENV)
     if configured:
-        return Path(configured).expanduser()
+        return Path(os.path.expanduser(configured))  # never raises (Path.expanduser does for ~nobody)
     import platformdirs
 
     return Path(platformdirs.user_cache_dir("tuned-kernels", appauthor=False))

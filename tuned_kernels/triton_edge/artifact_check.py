@@ -106,8 +106,9 @@ _NOT_A_SETTING = frozenset(
 def settings_apart(held: Mapping[str, Any], compiled: Mapping[str, Any]) -> list[str]:
     """The compile settings (`enable_fp_fusion`, `debug`, ...) in which a bundle's compiled kernel and one
     Triton compiled here of the same kernel differ: "enable_fp_fusion True in the bundle, False here" each."""
+    unset = "unset"
     return [
-        f"{key} {held[key]!r} in the bundle, {compiled[key]!r} here"
-        for key in sorted(held.keys() & compiled.keys() - _NOT_A_SETTING)
-        if held[key] != compiled[key]
+        f"{key} {held.get(key, unset)!r} in the bundle, {compiled.get(key, unset)!r} here"
+        for key in sorted((held.keys() | compiled.keys()) - _NOT_A_SETTING)
+        if held.get(key, unset) != compiled.get(key, unset)
     ]

@@ -114,14 +114,21 @@ class ArtifactStore:
             self.compiled_here += 1
             if len(self.compiled_here_names) < MAX_NAMES_KEPT:
                 self.compiled_here_names.append(name)
+            if self.said_settings_apart:
+                return
             held = [
                 h
                 for h in self._held.values()
                 if any(f.name == name + METADATA_SUFFIX for f in h.artifact.files)
             ]
-        apart = _settings_apart_from(held, name + METADATA_SUFFIX, metadata)
-        if apart and not self.said_settings_apart:
-            self.said_settings_apart = True
+        try:
+            apart = _settings_apart_from(held, name + METADATA_SUFFIX, metadata)
+        except Exception:  # in Triton's compile path: a check that cannot be made says nothing
+            return
+        with self._lock:
+            first = bool(apart) and not self.said_settings_apart
+            self.said_settings_apart = self.said_settings_apart or bool(apart)
+        if first:
             self.on_problem(
                 f"compiled kernel {name}: the bundles hold it compiled under other Triton settings "
                 f"({'; '.join(apart)}); Triton compiles it here"
@@ -139,7 +146,7 @@ def _settings_apart_from(held: list[_Held], metadata_name: str, metadata: bytes 
         for h in held:
             sha = next(f.sha256 for f in h.artifact.files if f.name == metadata_name)
             candidates.append(settings_apart(json.loads(h.blobs[sha]), compiled))
-    except (ValueError, KeyError, TypeError, AttributeError):  # unreadable metadata: nothing to say
+    except (ValueError, KeyError, TypeError, AttributeError, RecursionError):  # unreadable: nothing to say
         return []
     return min(candidates, key=len)
 
