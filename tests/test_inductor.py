@@ -312,7 +312,7 @@ def test_a_capture_keeps_the_best_configs_carried_over_that_its_program_read_or_
     looked up (recorded by the look-up, inside a capture only) or rewrote, and those it wrote itself."""
     from tuned_kernels.inductor_edge import warm_start
 
-    users, private = tmp_path / "users", tmp_path / "private"
+    users, private = tmp_path / "users", tmp_path / f"{autotune_cache.CAPTURING_PREFIX}1"
     names = {n: f"{n}{n}/{n * 64}.best_config" for n in "abcd"}
     for n in "abc":
         (users / names[n]).parent.mkdir(parents=True)
@@ -324,6 +324,8 @@ def test_a_capture_keeps_the_best_configs_carried_over_that_its_program_read_or_
     autotune_cache.record_read(str(private / names["a"]), private)  # outside a capture: not recorded
     assert warm_start.used(private, seeded) == set()
     monkeypatch.setenv("TUNED_KERNELS_CAPTURE", str(tmp_path / "bundle.pb"))
+    autotune_cache.record_read(str(users / names["a"]), users)  # not capture's own folder (a pytest dump's)
+    assert not (users / autotune_cache.READS).exists()
     autotune_cache.record_read(str(private / names["a"]), private)
     autotune_cache.record_read(
         str(users / names["b"]), private
