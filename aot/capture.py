@@ -155,9 +155,7 @@ def _warm_start(inductor_cache: Path) -> dict[str, str]:
 
     try:
         return warm_start.seed(autotune_cache.inductor_cache_dir(), inductor_cache)
-    except (
-        Exception
-    ):  # an unreadable cache directory, another torch's layout: the capture tunes what it needs
+    except Exception:  # an unreadable cache folder, another torch's layout: the capture tunes what it needs
         return {}
 
 

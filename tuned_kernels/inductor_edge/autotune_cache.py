@@ -128,11 +128,14 @@ def mend_read_best() -> None:
 
     def mended_read_best(self: Any, inductor_meta: Any, configs: Any) -> Any:
         local = getattr(self, "local_cache", None)
+        looked_up = None
         if isinstance(local, tuple) and len(local) == 2 and isinstance(local[1], str):
-            self.local_cache = (local[0], relocated(local[1], inductor_cache_dir()))
+            cache_dir = inductor_cache_dir()
+            looked_up = relocated(local[1], cache_dir)
+            self.local_cache = (local[0], looked_up)
         best = read_best(self, inductor_meta, configs)
-        if best is not None and isinstance(local, tuple) and len(local) == 2:
-            record_read(str(self.local_cache[1]), inductor_cache_dir())
+        if best is not None and looked_up is not None:
+            record_read(looked_up, cache_dir)
         if best is not None and getattr(best, "found_by_coordesc", False):
             with contextlib.suppress(AttributeError, TypeError):  # configs of another shape: left as they are
                 mark_found_by_coordesc(best, configs)

@@ -17,7 +17,9 @@ import hashlib
 import shutil
 from pathlib import Path
 
+from tuned_kernels.errors import TunedKernelsError
 from tuned_kernels.inductor_edge import autotune_cache
+from tuned_kernels.results.files import read_regular_file
 from tuned_kernels.whole_match import matches
 
 MAX_SEEDED = 20_000  # .best_config files carried over at most (the newest)
@@ -42,14 +44,13 @@ def seed(user_cache: Path, private: Path) -> dict[str, str]:
                 found.append((path.stat().st_mtime, relative))
     seeded = {}
     for _, relative in sorted(found, reverse=True)[:MAX_SEEDED]:
-        with contextlib.suppress(OSError):
-            if (user_cache / relative).stat().st_size > autotune_cache.MAX_FILE_BYTES:
-                continue
-            data = (user_cache / relative).read_bytes()
-            if len(data) <= autotune_cache.MAX_FILE_BYTES:
-                (private / relative).parent.mkdir(parents=True, exist_ok=True)
-                (private / relative).write_bytes(data)
-                seeded[relative] = hashlib.sha256(data).hexdigest()
+        with contextlib.suppress(
+            OSError, TunedKernelsError
+        ):  # unreadable, too large, not a file: left behind
+            data = read_regular_file(str(user_cache / relative), autotune_cache.MAX_FILE_BYTES)
+            (private / relative).parent.mkdir(parents=True, exist_ok=True)
+            (private / relative).write_bytes(data)
+            seeded[relative] = hashlib.sha256(data).hexdigest()
     return seeded
 
 

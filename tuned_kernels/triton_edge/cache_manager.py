@@ -123,7 +123,7 @@ class ArtifactStore:
             ]
         try:
             apart = _settings_apart_from(held, name + METADATA_SUFFIX, metadata)
-        except Exception:  # in Triton's compile path: a check that cannot be made says nothing
+        except Exception:  # in Triton's compile path: unreadable metadata, or any other failure, says nothing
             return
         with self._lock:
             first = bool(apart) and not self.said_settings_apart
@@ -140,14 +140,11 @@ def _settings_apart_from(held: list[_Held], metadata_name: str, metadata: bytes 
     where one differs in none: another specialization or config, not another setting)."""
     if not held or metadata is None:
         return []
-    try:
-        compiled = json.loads(metadata)
-        candidates = []
-        for h in held:
-            sha = next(f.sha256 for f in h.artifact.files if f.name == metadata_name)
-            candidates.append(settings_apart(json.loads(h.blobs[sha]), compiled))
-    except (ValueError, KeyError, TypeError, AttributeError, RecursionError):  # unreadable: nothing to say
-        return []
+    compiled = json.loads(metadata)
+    candidates = []
+    for h in held:
+        sha = next(f.sha256 for f in h.artifact.files if f.name == metadata_name)
+        candidates.append(settings_apart(json.loads(h.blobs[sha]), compiled))
     return min(candidates, key=len)
 
 
