@@ -28,6 +28,7 @@ import socket
 import sys
 import time
 from collections.abc import Iterator, Sequence
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -38,7 +39,7 @@ from tuned_kernels.aot.progress import Progress, ProgressEvent
 from tuned_kernels.aot.tune_command import TuneRequest, header_now, tuner_for
 from tuned_kernels.aot.tune_report import TuneReport, TuneTimes, combined, merge_reports, time_split
 from tuned_kernels.aot.tune_run import TuneRun
-from tuned_kernels.aot.tuner import tuning_order
+from tuned_kernels.aot.tuner import slot_on_meta, tuning_order
 from tuned_kernels.aot.work import EVERY_ITEM, WorkItem, visible_device_id, work_items
 
 from tuned_kernels import model
@@ -133,12 +134,16 @@ def run_on_dask(
     request = dataclasses.replace(request, corpus=_absolute(request.corpus))
     families = select_families(load_corpus(request.corpus), request.kernels)
     items = work_items(families, request.shapes, request.options.shard)  # each worker makes them alike
-    kept = tuning_order(items)  # the indices of `items` to tune, in order: found here, once
-    with _client(distributed, address, timeout_s) as client:
-        workers = _kinds_of_workers(distributed, client)
-        startup = time.monotonic() - start  # the cluster up, every worker's kind known
-        files = _files_for(request, list(workers), created_at)
-        reports = _tune_every_kind(distributed, _Run(client, request, items, kept, files, workers))
+    with ThreadPoolExecutor(1, thread_name_prefix="tuned-kernels-order") as ordering:
+        # the indices of `items` to tune, in order: found here, once, while the cluster starts
+        order = ordering.submit(tuning_order, items)
+        with _client(distributed, address, timeout_s) as client:
+            workers = _kinds_of_workers(distributed, client)
+            client.run(warm_up, json.dumps(request.to_json()))
+            kept = order.result()
+            startup = time.monotonic() - start  # the cluster up, every worker's kind known and warm
+            files = _files_for(request, list(workers), created_at)
+            reports = _tune_every_kind(distributed, _Run(client, request, items, kept, files, workers))
     report = merge_reports(reports, time.monotonic() - start)
     report.cases, report.same_key = len(items) * len(files), (len(items) - len(kept)) * len(files)
     report.outputs = [str(f.path) for f in files.values()]
@@ -455,6 +460,19 @@ def _worker_name() -> str:
     import distributed
 
     return str(distributed.get_worker().name)
+
+
+def warm_up(spec: str) -> None:
+    """Runs on each worker as the run starts: the corpus loaded, the tuner made and the first key probed on
+    `meta` (its one-time imports), while the client still finds the order. Best effort: a worker that
+    fails here fails its first task alike, which says why."""
+    from tuned_kernels.hardware.probe import interpret_without_gpu
+
+    interpret_without_gpu()
+    with contextlib.suppress(Exception):
+        items, _ = _WORKER_STATE.get(spec) or _prepare(spec)
+        if items:
+            slot_on_meta(items[0])
 
 
 def _prepare(spec: str) -> tuple[Sequence[WorkItem], Any]:

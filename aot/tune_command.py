@@ -2,11 +2,14 @@
 
 With several GPUs visible, this process tunes on the first and one worker process per other GPU joins it
 (`python -m tuned_kernels.aot.tune_command WORKER.json`: the request, its part file and the claims folder,
-as data); each takes the next key nobody has claimed, and the parts are merged.
+as data); each takes the next key nobody has claimed, and the parts are merged. The workers start first:
+they import, load the corpus and warm up while this process finds the tuning order, which reaches them on
+their standard input.
 """
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import json
 import os
@@ -25,12 +28,12 @@ from tuned_kernels.aot.corpus_loader import load_corpus, select_families
 from tuned_kernels.aot.kinds import is_choice
 from tuned_kernels.aot.progress import Progress, ProgressEvent
 from tuned_kernels.aot.tune_report import TuneOptions, TuneReport, merge_reports, time_split
-from tuned_kernels.aot.tuner import Tuner, tuning_order
+from tuned_kernels.aot.tuner import Tuner, slot_on_meta, tuning_order
 from tuned_kernels.aot.work import EVERY_ITEM, Claims, WorkItem, visible_device_id, work_items
 from tuned_kernels.hardware import compiler_fingerprint, detect
 
 from tuned_kernels import model, resolving
-from tuned_kernels.errors import ResultsFormatError
+from tuned_kernels.errors import ResultsFormatError, TunedKernelsError
 from tuned_kernels.results import merge_results, read_results, write_results
 from tuned_kernels.results.locate import results_files_given
 from tuned_kernels.timestamps import utc_now
@@ -117,18 +120,23 @@ class ClaimFolder:
         return True
 
 
+OrderOf = Callable[[Sequence[WorkItem]], Sequence[int]]  # the indices of a run's items to tune, in order
+
+
 def _tune_here(
     request: TuneRequest,
     target: model.Target,
     created_at: str,
     claims: Claims = EVERY_ITEM,
     gpu: str = "",
-    order: Sequence[int] | None = None,
+    order_of: OrderOf = tuning_order,
+    items: Sequence[WorkItem] | None = None,
 ) -> TuneReport:
     """Tunes `request` in this process (`claims`: which items are its; `gpu` names its device in the
-    report's time split, default the first one visible; `order`: the indices of the request's items to
-    tune, in order, as the process sharing the run out found them; default `tuning_order`'s)."""
-    items = items_of(request)
+    report's time split, default the first one visible; `order_of`: the indices of the request's items to
+    tune, in order, asked once the tuner is ready; those the process sharing the run out found, or
+    `tuning_order`'s; `items`: the request's items, when this process has them already)."""
+    items = items_of(request) if items is None else items
     header = header_now(target, model.Producer.TUNE, created_at)
     done: dict[model.EntrySlot, model.Entry] = {}
     blobs: dict[str, bytes] = {}
@@ -144,10 +152,11 @@ def _tune_here(
     progress = Progress(sys.stderr)
     tuner = tuner_for(request, target, progress, blobs)
     with resolving.installed(None):  # the tuner measures configs itself: bundles must not answer for it
-        tuned = tuning_order(items) if order is None else order
+        tuned = order_of(items)
         report = tune_run.tune(tuner, [items[i] for i in tuned], done, save, claims, gpu)
     report.cases = len(items)
-    report.same_key = len(items) - len(tuned) if order is None else 0  # else the sharing process's count
+    shared_out = order_of is not tuning_order
+    report.same_key = 0 if shared_out else len(items) - len(tuned)  # else the sharing process's count
     progress.close()
     if not Path(request.output).exists():
         save(done)  # an empty shard still writes a valid file
@@ -175,7 +184,8 @@ def tuner_for(
 
 def _run_workers(request: TuneRequest, gpus: int, target: model.Target, created_at: str) -> TuneReport:
     """This process tunes on GPU 0 and starts one worker process per other GPU; all of them take this
-    shard's keys as they reach them (claim files), and their files and reports are merged into one."""
+    shard's keys as they reach them (claim files), and their files and reports are merged into one. The
+    workers are started before the order is found, and wait for it on their standard input."""
     start = time.monotonic()
     with tempfile.TemporaryDirectory(prefix="tuned-kernels-workers-") as tmp:
         claims = Path(tmp) / "claims"
@@ -185,23 +195,27 @@ def _run_workers(request: TuneRequest, gpus: int, target: model.Target, created_
         if resume:  # every participant skips the keys finished earlier
             for part in parts:
                 shutil.copyfile(request.output, part)
-        items = items_of(request)
-        with resolving.installed(None):
-            order = tuning_order(items)
-        shared = [i for i in order if not is_choice(items[i])]
-        procs = [_start_worker(request, gpu, parts[gpu], claims, resume, shared) for gpu in range(1, gpus)]
+        procs = [_start_worker(request, gpu, parts[gpu], claims, resume) for gpu in range(1, gpus)]
         try:
+            items = items_of(request)
+            with resolving.installed(None):
+                order = tuning_order(items)
+            shared = [i for i in order if not is_choice(items[i])]
+            _send_order(procs, claims, shared)
             mine = dataclasses.replace(request, output=parts[0])
             claimed = ClaimFolder(claims)
-            own = _tune_here(mine, target, created_at, claimed, f"GPU {visible_device_id(0)}", shared)
+            gpu0 = f"GPU {visible_device_id(0)}"
+            own = _tune_here(mine, target, created_at, claimed, gpu0, lambda _: shared, items)
         finally:
+            for proc in procs:  # a worker still waiting for its order (this process failed) ends quietly
+                _close_input(proc)
             failed = [gpu for gpu, p in enumerate(procs, 1) if p.wait() != 0]
         merged = _merge_parts(parts, target, created_at, request.output)
         reports = [own, *(_worker_report(part) for part in parts[1:])]
     later = [i for i in order if is_choice(items[i])]
     if later:  # implementation choices time the kernels tuned before them with every GPU's winners
         again = dataclasses.replace(request, resume=True)  # from the merged file
-        reports.append(_tune_here(again, target, created_at, gpu=f"GPU {visible_device_id(0)}", order=later))
+        reports.append(_tune_here(again, target, created_at, gpu=gpu0, order_of=lambda _: later, items=items))
     report = merge_reports(reports, time.monotonic() - start)
     report.failed += [f"worker on GPU {gpu} failed" for gpu in failed]
     report.cases, report.same_key = max(report.cases, len(merged.entries)), len(items) - len(order)
@@ -209,34 +223,89 @@ def _run_workers(request: TuneRequest, gpus: int, target: model.Target, created_
 
 
 def _start_worker(
-    request: TuneRequest, gpu: int, part: str, claims: Path, resume: bool, order: Sequence[int]
+    request: TuneRequest, gpu: int, part: str, claims: Path, resume: bool
 ) -> subprocess.Popen[bytes]:
     spec = claims.parent / f"worker{gpu}.json"
     work = {
         "request": dataclasses.replace(request, output=part, resume=resume).to_json(),
         "claims": str(claims),
         "gpu": f"GPU {visible_device_id(gpu)}",
-        "order": list(order),
+        "order": str(_order_path(claims)),
     }
     spec.write_text(json.dumps(work))
     env = {**os.environ, "CUDA_VISIBLE_DEVICES": visible_device_id(gpu)}
     # the workers' progress goes to stderr: stdout carries this command's own (perhaps JSON) summary
     argv = [sys.executable, "-m", "tuned_kernels.aot.tune_command", str(spec)]
-    return subprocess.Popen(argv, env=env, stdout=sys.stderr)
+    return subprocess.Popen(argv, env=env, stdin=subprocess.PIPE, stdout=sys.stderr)
+
+
+def _order_path(claims: Path) -> Path:
+    return claims.parent / "order.json"
+
+
+def _send_order(procs: Sequence[subprocess.Popen[bytes]], claims: Path, order: Sequence[int]) -> None:
+    """The tuning order written beside the claims, then a line on each worker's standard input that says
+    it is there (a worker that died is left to the exit status check)."""
+    _order_path(claims).write_text(json.dumps(list(order)))
+    for proc in procs:
+        assert proc.stdin is not None
+        with contextlib.suppress(OSError):
+            proc.stdin.write(b"go\n")
+            proc.stdin.flush()
+
+
+def _close_input(proc: subprocess.Popen[bytes]) -> None:
+    assert proc.stdin is not None
+    with contextlib.suppress(OSError):
+        proc.stdin.close()
 
 
 def run_worker(spec: Path) -> int:
-    """A worker started by `_run_workers`: tunes the keys it claims into its part, and writes its report
-    beside the part for the merged one."""
+    """A worker started by `_run_workers`: loads the corpus and warms up, then waits for the tuning order
+    (none: the starting process gave up, and so does this one, quietly: that process says why), tunes the
+    keys it claims into its part, and writes its report beside the part for the merged one."""
     from tuned_kernels.hardware.probe import interpret_without_gpu
 
     interpret_without_gpu()
     work = json.loads(spec.read_text())
     request = TuneRequest.from_json(work["request"])
     claims = ClaimFolder(Path(work["claims"]))
-    report = _tune_here(request, detect(), utc_now(), claims, work["gpu"], work["order"])
+    given = _OrderGiven(Path(work["order"]))
+    try:
+        report = _tune_here(request, detect(), utc_now(), claims, work["gpu"], given)
+    except Exception:
+        if given.order() is None:  # the starting process failed before sending it, and says why
+            return 1
+        raise
     _report_path(request.output).write_text(json.dumps(dataclasses.asdict(report)))
     return 0
+
+
+class _OrderGiven:
+    """The order a worker's starting process sends: asked for once the first key's probe has done its
+    one-time imports (`torch._dynamo`, on `meta`) here, while that process still finds the order."""
+
+    def __init__(self, path: Path) -> None:
+        self.path = path
+        self.read = False
+        self.given: list[int] | None = None
+
+    def __call__(self, items: Sequence[WorkItem]) -> Sequence[int]:
+        if items:
+            with contextlib.suppress(Exception):
+                slot_on_meta(items[0])
+        order = self.order()
+        if order is None:
+            raise TunedKernelsError("the tune that started this worker ended before sharing its keys out")
+        return order
+
+    def order(self) -> list[int] | None:
+        """The order, waited for on standard input; None when the input ended without one."""
+        if not self.read:
+            self.read = True
+            if sys.stdin.readline().strip() == "go":
+                self.given = [int(i) for i in json.loads(self.path.read_text())]
+        return self.given
 
 
 def _merge_parts(parts: Sequence[str], target: model.Target, created_at: str, output: str) -> model.Results:

@@ -22,6 +22,7 @@ from tuned_kernels.aot.work import EVERY_ITEM, Claims, work_items
 from tuned_kernels.hardware import target_for_arch
 
 from tuned_kernels import model
+from tuned_kernels.errors import TunedKernelsError
 from tuned_kernels.results import read_results
 from tuned_kernels.results.merge import merge_entries
 from tuned_kernels.search import neighbours, seeded
@@ -464,3 +465,20 @@ def test_cases_of_one_key_are_tuned_once_however_many_gpus_share_the_run(tmp_pat
     report = _run_workers(request, 2, target_for_arch("cpu"), "2026-11-22T00:00:00Z")
     assert (report.tuned, report.same_key, report.resumed) == (2, 4, 0)
     assert sorted(e.key[0] for e in read_results(tmp_path / "r.pb").entries) == [100, 300]
+
+
+def test_workers_started_before_the_order_end_quietly_when_the_run_cannot_start(
+    tmp_path: Path, capfd: pytest.CaptureFixture[str]
+) -> None:
+    """Workers start while the order is found; when the run fails before sharing its keys out (here its
+    corpus fails to import), the failure is said once, by the run, and no worker adds its own."""
+    from tuned_kernels.aot.tune_command import TuneRequest, _run_workers
+
+    corpus = tmp_path / "broken.py"
+    corpus.write_text("raise RuntimeError('corpus cannot load here')\n")
+    request = TuneRequest(output=str(tmp_path / "r.pb"), corpus=str(corpus), options=TuneOptions(jobs=1))
+    with pytest.raises(TunedKernelsError, match="corpus cannot load here"):
+        _run_workers(request, 3, target_for_arch("cpu"), "2026-11-22T00:00:00Z")
+    captured = capfd.readouterr()
+    assert "corpus cannot load here" not in captured.out + captured.err
+    assert not (tmp_path / "r.pb").exists()
