@@ -5,6 +5,7 @@ and not when `TUNED_KERNELS_COMPILED=0`. What is not offered is said once per bu
 
 from __future__ import annotations
 
+import os
 import time
 from collections.abc import Callable, Collection, Sequence
 from dataclasses import dataclass
@@ -15,7 +16,7 @@ from filelock import FileLock, Timeout
 
 from tuned_kernels import model
 from tuned_kernels.errors import TunedKernelsError, one_line
-from tuned_kernels.inductor_edge import graphs, placed_record
+from tuned_kernels.inductor_edge import graphs, placed_record, unloadable
 
 if TYPE_CHECKING:  # the reader is imported when the registry loads, not before
     from tuned_kernels.registry.stats import Stats
@@ -100,6 +101,7 @@ def place_graphs(
             stats.graph_files_removed += removed
             _place(offered, cache_dir, stats, problem, record)
             placed_record.write_record(cache_dir, record)
+            _watch_loads(cache_dir, record, stats, problem)
     except Timeout:  # another process holds it for long: serve without the record (nothing is taken out)
         _place(offered, cache_dir, stats, problem, {})
     except OSError as exc:  # a read-only or full cache directory: Inductor compiles as usual
@@ -126,3 +128,20 @@ def _place(
         if placed.refused:
             more = f" (and {len(placed.refused) - 1} more)" if len(placed.refused) > 1 else ""
             problem(f"compiled graph from {source}: {placed.refused[0]}{more}; Inductor compiles it")
+
+
+def _watch_loads(
+    cache_dir: Path, record: dict[str, str], stats: Stats, problem: Callable[[str], None]
+) -> None:
+    """A placed file Inductor then cannot load is said once, naming its bundle, instead of Inductor's
+    traceback (and counts as refused: that is why the graph compiles)."""
+    ours = {
+        os.path.join(cache_dir, relative): Path(placed.partition(" ")[2]).name
+        for relative, placed in record.items()
+    }
+
+    def say(message: str) -> None:
+        stats.graph_files_refused += 1
+        problem(message)
+
+    unloadable.watch(ours.get, say)

@@ -13,6 +13,7 @@ import hashlib
 import json
 import os
 import pickle
+import pickletools
 import shutil
 import subprocess
 import sys
@@ -208,6 +209,73 @@ def test_a_hostile_graph_leaves_the_program_correct_and_inductor_compiling(
     assert served.graphs["fxgraph_hits"] == 0 and served.graphs["fxgraph_misses"] >= 2, served.graphs
     assert len(served.warnings) == warned, served.warnings
     assert not (tmp_path / "fxgraph").exists()  # nothing written outside Inductor's cache directory
+
+
+def redigested(results: model.Results, edit: Callable[[bytes], bytes]) -> model.Results:
+    """Every FX-graph entry's bytes edited and its sha256 made to match, as someone who could write the bundle
+    (or a faulty build) would leave it: the bundle's own checks pass."""
+    blobs, entries = dict(results.blobs), []
+    for e in results.entries:
+        if e.kernel.name == graphs.NAME and dict(e.best.kwargs)[graphs.KIND] == "fxgraph":
+            (stored,) = e.artifacts[0].files
+            data = edit(blobs[stored.sha256])
+            sha = hashlib.sha256(data).hexdigest()
+            blobs[sha] = data
+            files = (dataclasses.replace(stored, sha256=sha, size_bytes=len(data)),)
+            e = dataclasses.replace(e, artifacts=(dataclasses.replace(e.artifacts[0], files=files),))
+        entries.append(e)
+    return dataclasses.replace(results.with_entries(tuple(entries)), blobs=blobs)
+
+
+def _code_that_does_not_load(entry: bytes) -> bytes:
+    graph = pickle.loads(entry)  # this test's own capture
+    graph.source_code = graph.source_code.replace("def call(", "def call((", 1)
+    return pickle.dumps(graph)
+
+
+def _a_later_module_name_flipped(entry: bytes) -> bytes:
+    """A module name the entry imports after its graph object was made: unpickling stops half-way, and that
+    object's __del__ fails."""
+    ops = list(pickletools.genops(entry))
+    late = next(
+        i for i, (op, _, at) in enumerate(ops) if op.name == "STACK_GLOBAL" and at is not None and at > 100
+    )
+    name = next(
+        o for o in reversed(ops[:late]) if o[0].name == "SHORT_BINUNICODE" and str(o[1]).startswith("torch")
+    )
+    at = int(name[2] or 0) + 2  # past the opcode and its length byte
+    return entry[:at] + b"tprch" + entry[at + 5 :]
+
+
+# (id, the FX-graph entries' edit, what the line says): damage with the digest made to match
+DAMAGED_REDIGESTED: list[tuple[str, Callable[[bytes], bytes], str]] = [
+    ("truncated", lambda b: b[: len(b) // 2], "damaged (not a whole pickle)"),  # refused, not placed
+    (
+        "a-module-name-flipped",
+        lambda b: b.replace(b"torch._inductor.output_code", b"torch._inductor.outpuX_code", 1),
+        "Inductor cannot load it (ModuleNotFoundError",
+    ),
+    (
+        "a-later-module-name-flipped",
+        _a_later_module_name_flipped,
+        "Inductor cannot load it (ModuleNotFoundError",
+    ),
+    ("code-that-does-not-load", _code_that_does_not_load, "compiled graph's code does not load"),
+]
+
+
+@pytest.mark.parametrize(("name", "edit", "said"), DAMAGED_REDIGESTED, ids=[d[0] for d in DAMAGED_REDIGESTED])
+def test_a_damaged_graph_whose_digest_matches_is_one_line_and_inductor_compiles(
+    captured: Path, tmp_path: Path, name: str, edit: Callable[[bytes], bytes], said: str
+) -> None:
+    """A bundle this user trusts whose graph entries are damaged with their digests fixed: one line from
+    tuned-kernels, none of Inductor's tracebacks, the outputs correct (run_app checks both)."""
+    bundle = tmp_path / "damaged.pb.zst"
+    write_results(bundle, redigested(read_results(captured), edit))
+    served = run_app(tmp_path / "served", bundle=bundle)
+    assert served.graphs["fxgraph_hits"] == 0 and served.graphs["fxgraph_misses"] >= 2, served.graphs
+    assert len(served.warnings) == 1 and said in served.warnings[0], served.warnings
+    assert "unable to load" not in served.stderr and "Exception ignored" not in served.stderr, served.stderr
 
 
 def with_payload(results: model.Results, marker: Path) -> model.Results:

@@ -14,13 +14,15 @@ config, torch's source and the device):
 Capture harvests them from the private cache directory it gives the program; serving places a bundle's into
 Inductor's cache directory where no file is (never over one), each checked first against its sha256 and,
 where the file holds its key, against its key (Inductor loads what it finds under a key without checking it
-belongs there): a graph is code Inductor loads. Each file is one entry of the kernel `inductor.graph` (its
-source: torch's version) at the key of its path, its bytes one artifact.
+belongs there), and a pickled entry against being one whole pickle: a graph is code Inductor loads. Each
+file is one entry of the kernel `inductor.graph` (its source: torch's version) at the key of its path, its
+bytes one artifact.
 """
 
 from __future__ import annotations
 
 import hashlib
+import pickletools
 import platform
 import re
 from collections.abc import Callable, Iterable
@@ -41,6 +43,7 @@ PATHS = {
     "aotautograd": whole(rf"aotautograd/a{_HASH}/{_HASH}"),
     "cpp": whole(rf"[a-z0-9]{{2}}/c{_HASH}(\.main)?\.so"),
 }
+PICKLED = ("fxgraph", "aotautograd")  # the kinds Inductor unpickles (a C++ object it loads as a library)
 KIND = "cache"  # the config kwarg naming the kind
 BlobLookup = Callable[[str], bytes | None]  # a file's bytes by its sha256 (None: the bundle lacks them)
 
@@ -162,10 +165,23 @@ def why_not_placed(entry: model.Entry, blob: BlobLookup) -> str | None:
         return f"{relative}: its bytes are missing"
     if len(data) > MAX_FILE_BYTES or hashlib.sha256(data).hexdigest() != stored.sha256:
         return f"{relative}: corrupt (sha256 differs)"
+    if kind_of(relative) in PICKLED and not whole_pickle(data):
+        return f"{relative}: damaged (not a whole pickle)"
     own = own_name(relative)
     if own is not None and own.encode() not in data:
         return f"{relative}: its contents are another key's"
     return None
+
+
+def whole_pickle(data: bytes) -> bool:
+    """Whether `data` reads as one pickle to its end, opcode by opcode: nothing is loaded or imported, so
+    any bundle's file may be read so. A truncated entry fails, and some bit flips."""
+    try:
+        for _ in pickletools.genops(data):
+            pass
+    except Exception:
+        return False
+    return True
 
 
 def own_name(relative: str) -> str | None:

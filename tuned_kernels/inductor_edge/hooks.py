@@ -13,6 +13,7 @@ from typing import Any
 
 from tuned_kernels import model
 from tuned_kernels.errors import one_line, warn
+from tuned_kernels.inductor_edge import unloadable
 
 Stored = Callable[[model.KernelIdentity], Sequence[model.Entry]]  # the bundles' entries for a kernel
 PlaceGraphs = Callable[[], None]  # puts the bundles' compiled graphs into Inductor's cache directory
@@ -85,6 +86,7 @@ def uninstall() -> None:
     import sys
 
     _watching[0] = False
+    unloadable.stop_watching()
     config = sys.modules.get("torch._inductor.config")
     if config is not None and getattr(config, "inductor_choices_class", None) is tuned_choices:
         config.inductor_choices_class = None  # type: ignore[attr-defined]
