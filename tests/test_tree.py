@@ -5,6 +5,7 @@ is not written by hand and is left out."""
 from __future__ import annotations
 
 import ast
+import functools
 import json
 import re
 import subprocess
@@ -50,15 +51,17 @@ def test_the_bounds_are_checked_where_they_are_crossed(tmp_path: Path) -> None:
     assert oversized(planted, tmp_path) == [f"planted.py: long_one ({MAX_FUNCTION_LINES + 1})"]
 
 
+TABLED_ELSEWHERE = ("-overlay-write.json", "-refusal.json", "-verify-start.json")  # CPU: their own tables
+
+
 def test_benchmarks_md_table_is_reproduced_from_every_committed_result_file() -> None:
     """The table and its verdicts read every GPU result file (old layouts included): those benchmarks/run.py
     wrote, and those of miss.py and helion_first_call.py."""
     files = sorted((ROOT / "benchmarks").glob("results-*.json"))
-    tabled_elsewhere = ("-overlay-write.json", "-refusal.json", "-verify-start.json")  # CPU, their own tables
     checked = 0
     for path in files:
         steps = [k for k in json.loads(path.read_text()) if k not in ("environment", "device")]
-        if path.name.endswith(tabled_elsewhere):
+        if path.name.endswith(TABLED_ELSEWHERE):
             continue
         checked += 1
         out = subprocess.run(
@@ -70,36 +73,76 @@ def test_benchmarks_md_table_is_reproduced_from_every_committed_result_file() ->
     assert checked >= 10
 
 
-def test_every_figure_benchmarks_md_shows_in_bold_is_in_a_committed_result_files_table() -> None:
-    """A figure edited in BENCHMARKS.md by hand (0.15x made 0.10x) no longer matches any table made from the
-    result files, and fails here; rows of CPU files with their own tables are left out."""
-    tabled_elsewhere = ("-overlay-write.json", "-refusal.json", "-verify-start.json")
+@functools.cache
+def generated_tables() -> dict[str, list[list[str]]]:
+    """Each committed GPU result file's table rows as benchmarks/run.py makes them, by file name: the cells
+    of each row (what, measured, goal, met: the third cell is what was measured, the fifth the verdict)."""
     files = [
         p
         for p in sorted((ROOT / "benchmarks").glob("results-*.json"))
-        if not p.name.endswith(tabled_elsewhere)
+        if not p.name.endswith(TABLED_ELSEWHERE)
     ]
-    tables = "".join(
-        subprocess.run(
-            [sys.executable, str(ROOT / "benchmarks" / "run.py"), "--table-from", str(path)],
-            capture_output=True, text=True, timeout=120, check=True,
-        ).stdout
-        for path in files
-    )  # fmt: skip
-    rows = [line for line in (ROOT / "BENCHMARKS.md").read_text().splitlines() if line.startswith("| ")]
+    return {path.name: _table_rows(path) for path in files}
+
+
+def _table_rows(path: Path) -> list[list[str]]:
+    command = [sys.executable, str(ROOT / "benchmarks" / "run.py"), "--table-from", str(path)]
+    out = subprocess.run(command, capture_output=True, text=True, timeout=120, check=True).stdout
+    return [line.split(" | ") for line in out.splitlines() if line.count(" | ") >= 4]
+
+
+def benchmarks_md_rows() -> list[str]:
+    return [line for line in (ROOT / "BENCHMARKS.md").read_text().splitlines() if line.startswith("| ")]
+
+
+def bold_figures(row: str) -> list[str]:
+    return re.findall(r"\*\*(\d[^*]*)\*\*", row)
+
+
+def shows(cell: str, figure: str) -> bool:
+    return re.search(rf"(?<![\d.]){re.escape(figure)}(?![\d])", cell) is not None
+
+
+def test_every_figure_benchmarks_md_shows_in_bold_is_in_a_committed_result_files_table() -> None:
+    """A figure edited in BENCHMARKS.md by hand (0.15x made 0.10x) no longer matches any table made from the
+    result files, and fails here; rows of CPU files with their own tables are left out."""
+    measured = [cells[2] for rows in generated_tables().values() for cells in rows]
     shown = [
         figure
-        for row in rows
-        if not any(suffix.removesuffix(".json") in row for suffix in tabled_elsewhere)
-        for figure in re.findall(r"\*\*(\d[^*]*)\*\*", row)
+        for row in benchmarks_md_rows()
+        if not any(suffix.removesuffix(".json") in row for suffix in TABLED_ELSEWHERE)
+        for figure in bold_figures(row)
     ]
-    measured = [
-        line.split(" | ")[2] for line in tables.splitlines() if line.count(" | ") >= 4
-    ]  # its own cell
     assert len(shown) >= 40
-    assert [
-        f for f in shown if not any(re.search(rf"(?<![\d.]){re.escape(f)}(?![\d])", m) for m in measured)
-    ] == []
+    assert [f for f in shown if not any(shows(m, f) for m in measured)] == []
+
+
+def test_each_verdict_benchmarks_md_gives_is_the_one_its_result_file_gives() -> None:
+    """A row's yes or no (after its first bold figure) agrees with the verdicts its cited file's table gives
+    the rows showing its bold figures: all no, it says no; all yes, it says yes and no "no". A verdict turned
+    over by hand fails here. A row citing no file takes the file of the row above ("same")."""
+    tables, cited, checked = generated_tables(), [], 0
+    for row in benchmarks_md_rows():
+        tails = re.findall(r"([0-9a-f]{7}-[A-Za-z0-9_.-]+\.json)", row)
+        cited = [name for name in tables if any(name.endswith(t) for t in tails)] if tails else cited
+        figures = bold_figures(row)
+        if not figures or not cited:
+            continue
+        cells = row.split(" | ")
+        first = next(i for i, cell in enumerate(cells) if f"**{figures[0]}**" in cell)
+        said = set(re.findall(r"\b(yes|no)\b", " ".join(cells[first + 1 :]).lower()))
+        verdicts = {
+            cells_of[4].strip(" |").lower()
+            for name in cited
+            for cells_of in tables[name]
+            if any(shows(cells_of[2], f) for f in figures)
+        }
+        checked += 1
+        if verdicts == {"no"}:
+            assert "no" in said, row
+        if verdicts == {"yes"}:
+            assert said == {"yes"}, row
+    assert checked >= 20
 
 
 def test_the_quality_and_tune_verdicts_read_a_report_of_their_own(tmp_path: Path) -> None:
