@@ -48,6 +48,7 @@ def choices_verdicts(r: dict[str, Any], t: Table) -> None:
             ("ops", "inclusive"),
             ("ops", "kernel"),
             ("triton", "device"),
+            ("triton", "inclusive"),
             ("triton", "kernel"),
         ):
             if f"{impl}_vs_cublas_{field}" not in c:
