@@ -562,3 +562,15 @@ def test_with_trusted_keys_set_only_a_bundle_they_signed_unchanged_serves_code(
     assert (verified.returncode == 0) == runs, verified.stderr
     assert len(verified.stderr.strip().splitlines()) == (0 if runs else 1), verified.stderr
     assert name in SERVED_BY_A_PROGRAM or said in verified.stderr, verified.stderr
+
+
+def test_a_graph_file_over_the_size_bound_is_refused_as_too_large(
+    captured: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    results = read_results(captured)
+    entry = _graph_entries(results)[0]
+    size = entry.artifacts[0].files[0].size_bytes
+    monkeypatch.setattr(graphs, "MAX_FILE_BYTES", size - 1)
+    assert graphs.why_not_placed(entry, results.blobs.get) == (
+        f"{entry.key[0]}: {size} bytes, over the {(size - 1) >> 20} MiB a graph file may hold"
+    )

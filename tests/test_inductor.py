@@ -301,7 +301,7 @@ def test_harvested_best_configs_are_written_back_as_inductor_wrote_them(tmp_path
     bundle = tmp_path / "b.textproto"
     write_results(bundle, model.Results(_header(torch.__version__), tuple(entries)))
     fresh = tmp_path / "fresh"
-    assert autotune_cache.install(read_results(bundle).entries, fresh) == 1
+    assert autotune_cache.install(read_results(bundle).entries, fresh).written == 1
     assert json.loads((fresh / RELATIVE).read_text()) == BEST_CONFIG
 
 
@@ -345,7 +345,7 @@ def test_a_capture_keeps_the_best_configs_carried_over_that_its_program_read_or_
 def test_a_best_config_already_in_the_cache_is_never_replaced(tmp_path: Path) -> None:
     cache = _cache_with(tmp_path, {RELATIVE: {**BEST_CONFIG, "XBLOCK": 4}})
     (entry,) = autotune_cache.harvest(_cache_with(tmp_path / "captured", {RELATIVE: BEST_CONFIG}))
-    assert autotune_cache.install([entry], cache) == 0
+    assert autotune_cache.install([entry], cache) == autotune_cache.Installed(0, [])
     assert json.loads((cache / RELATIVE).read_text())["XBLOCK"] == 4
 
 
@@ -368,14 +368,20 @@ def test_an_implausible_best_config_is_neither_harvested_nor_written(
     edited = {**BEST_CONFIG, **edit}
     assert autotune_cache.harvest(_cache_with(tmp_path, {RELATIVE: edited})) == []
     forged = model.Entry(autotune_cache.identity(), (RELATIVE,), model.Config.of(edited))  # type: ignore[arg-type]
-    assert autotune_cache.install([forged], tmp_path / "fresh") == 0
+    installed = autotune_cache.install([forged], tmp_path / "fresh")
+    assert installed.written == 0 and installed.refused == [
+        f"{RELATIVE}: not a config Inductor could have chosen"
+    ]
     assert not (tmp_path / "fresh").exists()
 
 
 @pytest.mark.parametrize("relative", ["../" + "ab" * 32 + ".best_config", "cq/../../x.best_config", "/etc/x"])
 def test_a_best_config_path_outside_the_cache_is_never_written(tmp_path: Path, relative: str) -> None:
     forged = model.Entry(autotune_cache.identity(), (relative,), model.Config.of(BEST_CONFIG))  # type: ignore[arg-type]
-    assert autotune_cache.install([forged], tmp_path / "cache") == 0
+    installed = autotune_cache.install([forged], tmp_path / "cache")
+    assert installed.written == 0 and installed.refused == [
+        f"{relative}: not a name Inductor gives a tuned config"
+    ]
     assert list(tmp_path.rglob("*.best_config")) == []
 
 
@@ -540,3 +546,21 @@ def test_inspect_shows_inductor_choices_template_first() -> None:
     assert [line.split("  ")[0] for line in table[-2:]] == ["inductor.addmm", "inductor.mm"]
     assert "  aten::mm  " in table[-2]
     assert "  triton::mm BLOCK_K=32 BLOCK_M=64 BLOCK_N=64 warps=4 stages=3  " in table[-1]
+
+
+def test_a_bundles_tuned_config_left_out_is_said_once(
+    serving: Path, tmp_path: Path, recwarn: pytest.WarningsRecorder
+) -> None:
+    (entry,) = autotune_cache.harvest(_cache_with(tmp_path / "captured", {RELATIVE: BEST_CONFIG}))
+    forged = [dataclasses.replace(entry, key=(f"../{i}" + RELATIVE[2:],)) for i in range(2)]
+    write_results(serving, model.Results(_header(torch.__version__), (entry, *forged)))
+    cache = tmp_path / "inductor-cache-of-the-user"
+    with pytest.MonkeyPatch.context() as env:
+        env.setenv("TORCHINDUCTOR_CACHE_DIR", str(cache))
+        hooks.install(Registry(Settings()).stored)
+    assert json.loads((cache / RELATIVE).read_text()) == BEST_CONFIG  # the rest is written
+    said = [str(w.message) for w in recwarn]
+    assert said == [
+        f"tuned-kernels: left out a tuned config of the bundles: ../0{RELATIVE[2:]}: not a name Inductor gives "
+        "a tuned config (and 1 more); Inductor tunes that kernel as usual"
+    ]

@@ -14,6 +14,7 @@ import contextlib
 import json
 import os
 from collections.abc import Iterable
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -85,17 +86,27 @@ def harvest(cache_dir: Path, only: set[str] | None = None) -> list[model.Entry]:
     return entries
 
 
-def install(entries: Iterable[model.Entry], cache_dir: Path) -> int:
-    """Writes the entries' files into `cache_dir` where none is; returns how many were written."""
-    written = 0
+@dataclass
+class Installed:
+    written: int = 0
+    refused: list[str] = field(default_factory=list)  # why each entry left out was
+
+
+def install(entries: Iterable[model.Entry], cache_dir: Path) -> Installed:
+    """Writes the entries' files into `cache_dir` where none is: how many were written, and why each entry
+    that is not a plausible `.best_config` at a name Inductor gives one was left out."""
+    installed = Installed()
     for entry in entries:
         (relative,) = entry.key if len(entry.key) == 1 else (None,)
         data = dict(entry.best.kwargs)
-        if not isinstance(relative, str) or not matches(RELATIVE_PATH, relative) or not is_plausible(data):
-            continue
-        if place_new_file(cache_dir / relative, json.dumps(data).encode()):
-            written += 1
-    return written
+        shown = str(relative)[:120]
+        if not isinstance(relative, str) or not matches(RELATIVE_PATH, relative):
+            installed.refused.append(f"{shown}: not a name Inductor gives a tuned config")
+        elif not is_plausible(data):
+            installed.refused.append(f"{shown}: not a config Inductor could have chosen")
+        elif place_new_file(cache_dir / relative, json.dumps(data).encode()):
+            installed.written += 1
+    return installed
 
 
 def inductor_cache_dir() -> Path:

@@ -163,7 +163,9 @@ def why_not_placed(entry: model.Entry, blob: BlobLookup) -> str | None:
     data = blob(stored.sha256)
     if data is None:
         return f"{relative}: its bytes are missing"
-    if len(data) > MAX_FILE_BYTES or hashlib.sha256(data).hexdigest() != stored.sha256:
+    if len(data) > MAX_FILE_BYTES:
+        return f"{relative}: {len(data)} bytes, over the {MAX_FILE_BYTES >> 20} MiB a graph file may hold"
+    if hashlib.sha256(data).hexdigest() != stored.sha256:
         return f"{relative}: corrupt (sha256 differs)"
     if kind_of(relative) in PICKLED and not whole_pickle(data):
         return f"{relative}: damaged (not a whole pickle)"

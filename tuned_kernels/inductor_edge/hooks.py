@@ -67,9 +67,14 @@ def _fill_autotune_cache(stored: Stored) -> None:
     entries = stored(autotune_cache.identity())
     if entries:
         try:
-            autotune_cache.install(entries, autotune_cache.inductor_cache_dir())
+            installed = autotune_cache.install(entries, autotune_cache.inductor_cache_dir())
         except OSError as exc:  # a read-only or full cache directory: Inductor tunes as usual
             warn(f"cannot write Inductor's autotune cache: {one_line(str(exc))}; Inductor tunes as usual")
+            return
+        if installed.refused:
+            more = f" (and {len(installed.refused) - 1} more)" if len(installed.refused) > 1 else ""
+            warn(f"left out a tuned config of the bundles: {one_line(installed.refused[0])}{more}; "
+                 "Inductor tunes that kernel as usual")  # fmt: skip
 
 
 def _mend_autotune_cache_reads() -> None:
