@@ -83,6 +83,7 @@ def fake_compiler(monkeypatch: pytest.MonkeyPatch) -> _FakeCompiler:
     fake = _FakeCompiler()
     monkeypatch.setattr(measuring, "interpreting", lambda: False)
     monkeypatch.setattr(measuring, "is_compiled_kernel", lambda _: True)
+    monkeypatch.setattr(measuring, "make_driver", lambda: True)  # a GPU driver, as on a GPU machine
     monkeypatch.setattr(measuring, "warmup", fake.warmup)
     return fake
 
@@ -131,6 +132,7 @@ def test_the_first_candidate_loads_alone_so_its_launcher_is_built_once(
     loads = _Loads()
     monkeypatch.setattr(measuring, "interpreting", lambda: False)
     monkeypatch.setattr(measuring, "is_compiled_kernel", lambda _: True)
+    monkeypatch.setattr(measuring, "make_driver", lambda: True)
     monkeypatch.setattr(measuring, "warmup", loads.warmup)
     measuring.compile_all(object(), {}, CONFIGS, jobs=4)
     assert loads.beside_first == [0] and loads.loaded == len(CONFIGS)
@@ -145,7 +147,9 @@ def test_triton_s_driver_is_made_once_by_the_missing_thread_before_any_compile_s
     seen: list[list[str]] = []
     monkeypatch.setattr(measuring, "interpreting", lambda: False)
     monkeypatch.setattr(measuring, "is_compiled_kernel", lambda _: True)
-    monkeypatch.setattr(measuring, "make_driver", lambda: made.append(threading.current_thread().name))
+    monkeypatch.setattr(
+        measuring, "make_driver", lambda: made.append(threading.current_thread().name) or True
+    )
     monkeypatch.setattr(measuring, "warmup", lambda *_: seen.append(list(made)))
     measuring.compile_all(object(), {}, CONFIGS, jobs=4)
     assert made == [threading.current_thread().name] and seen == [made] * len(CONFIGS)

@@ -204,6 +204,25 @@ def test_a_gpu_target_on_a_machine_without_a_gpu_is_said_before_any_kernel_runs(
     assert environment_problems({"TUNED_KERNELS_TARGET": "cpu"}, gpu_present=lambda: False) == []
 
 
+def test_a_gpu_target_on_a_machine_without_a_gpu_names_no_other_cause_when_its_kernel_fails(
+    tmp_path: Path,
+) -> None:
+    """The program's kernel fails to launch, as said at start; the summary adds no fall-back of ours (it
+    said "a missed key's config compiled again" once per config: the parallel compiles had no driver)."""
+    app = tmp_path / "app.py"
+    app.write_text(
+        "import torch\nfrom doubling import double\nx = torch.randn(1000)\ndouble(x, torch.empty_like(x))\n"
+    )
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("TUNED_KERNELS", "TRITON_INTERPRET"))}
+    env |= {"TUNED_KERNELS": "1", "TUNED_KERNELS_TARGET": "sm90", "TUNED_KERNELS_VERBOSE": "1",
+            "TUNED_KERNELS_CACHE_DIR": str(tmp_path / "overlay"),
+            "PYTHONPATH": str(Path(__file__).parent / "corpora")}  # fmt: skip
+    done = subprocess.run([sys.executable, str(app)], capture_output=True, text=True, timeout=120, env=env)
+    said = [line for line in done.stderr.splitlines() if line.startswith("tuned-kernels:")]
+    assert done.returncode == 1 and "no GPU to run its kernels" in said[0], done.stderr[-2000:]
+    assert [line for line in said if "fell back" in line] == [], said
+
+
 def test_a_cache_folder_given_with_a_leading_tilde_is_under_home_not_the_working_folder(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:

@@ -54,14 +54,17 @@ def _own_copy(value: Any) -> Any:
     return copy.copy(value) if isinstance(value, TensorDescriptor) else value
 
 
-def make_driver() -> None:
-    """Triton's active driver made in this thread, where it can be: Triton makes it at its first use without
-    a lock, so threads compiling at once would each make one, each building its host utilities (a C build).
-    Where none can be made (no GPU), the compiles that need it fail and say so."""
+def make_driver() -> bool:
+    """Triton's active driver made in this thread, where it can be (False: none can, no GPU here): Triton
+    makes it at its first use without a lock, so threads compiling at once would each make one, each
+    building its host utilities (a C build)."""
     from triton.runtime.driver import driver
 
-    with contextlib.suppress(Exception):
+    try:
         driver.active  # noqa: B018 - made on first access
+    except Exception:
+        return False
+    return True
 
 
 def artifact_of(compiled: Any, config: model.Config) -> tuple[model.Artifact, dict[str, bytes]]:

@@ -42,9 +42,8 @@ def submit_compiles(
     """Compiles `configs` of a launch with these arguments on `pool`, into Triton's cache (nothing on the
     interpreter or for a kernel Triton does not compile). A config that fails is left for its timing to
     reject with the reason, as Triton's autotuner would."""
-    if interpreting() or not is_compiled_kernel(autotuner):
-        return []
-    make_driver()
+    if interpreting() or not is_compiled_kernel(autotuner) or not make_driver():
+        return []  # nothing to compile, or no GPU driver to compile for: its timing says why it fails
     first_load, loaded = threading.Lock(), threading.Event()
 
     def load(compiled: Any) -> None:
