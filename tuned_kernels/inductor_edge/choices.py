@@ -17,6 +17,7 @@ graph is the captured graph.
 from __future__ import annotations
 
 import functools
+import importlib
 import weakref
 from collections import Counter
 from collections.abc import Callable, Generator
@@ -26,7 +27,7 @@ from typing import Any
 
 from torch._inductor.lookup_table import LookupTableChoices
 
-from tuned_kernels import model, resolving
+from tuned_kernels import internals, model, resolving
 from tuned_kernels.decision import Decision, Measured
 from tuned_kernels.errors import owner_decides
 from tuned_kernels.inductor_edge import fusion
@@ -200,22 +201,24 @@ def watch_final_choices() -> None:
     """Inductor has no hook for the scheduler's final choice among a GEMM's timed choices, nor for the
     fusions it took, so the methods that take them are wrapped, once per process:
     `MultiTemplateBuffer.finalize_as_triton_caller` (a Triton template), `ExternKernelCaller.output_node`
-    (ATen's kernel) and `Scheduler.finalize_multi_template_buffers` (run once fusion is done)."""
-    from torch._inductor.ir import MultiTemplateBuffer
-    from torch._inductor.scheduler import Scheduler
-    from torch._inductor.select_algorithm import ExternKernelCaller
-
+    (ATen's kernel) and `Scheduler.finalize_multi_template_buffers` (run once fusion is done); each where
+    this torch has it (`internals.INDUCTOR_FINAL_CHOICES`), else said once."""
+    triton_caller, aten_caller, scheduler = internals.INDUCTOR_FINAL_CHOICES
     final_choice = "remember Inductor's final GEMM choice"
-    _after(MultiTemplateBuffer, "finalize_as_triton_caller", final_choice,
+    _after(triton_caller, final_choice,
            lambda resolver, _buffer, caller: remember_final_choice(resolver, caller))  # fmt: skip
-    _after(ExternKernelCaller, "output_node", final_choice, remember_final_choice)
-    _after(Scheduler, "finalize_multi_template_buffers", "remember the fusions into timed GEMMs",
+    _after(aten_caller, final_choice, remember_final_choice)
+    _after(scheduler, "remember the fusions into timed GEMMs",
            lambda resolver, scheduler: fusion.record_timed(resolver, scheduler.nodes, _timed_gemm))  # fmt: skip
 
 
-def _after(cls: type, method: str, what: str, then: Callable[..., None]) -> None:
-    """Wraps `cls.method`: once it has run, `then(resolver, *its arguments)` (where a resolver is installed;
-    a failure of `then` is one warning, naming `what` it could not do)."""
+def _after(shape: internals.Shape, what: str, then: Callable[..., None]) -> None:
+    """Wraps the one method of `shape` where it holds: once it has run, `then(resolver, *its arguments)`
+    (where a resolver is installed; a failure of `then` is one warning, naming `what` it could not do)."""
+    if not internals.holds(shape):
+        return
+    cls = getattr(importlib.import_module(shape.module), shape.owner)
+    (method,) = shape.methods
     original = getattr(cls, method)
     if getattr(original, "tuned_kernels_wrapped", False):
         return

@@ -11,7 +11,8 @@ graph as it would without it.
   or import error in damaged source) is a cache miss, as a missing file already is, instead of an error
   that ends the program; said once, and the code it wrote taken out.
 
-Each of these looks up torch's names; a torch without one leaves that part as torch does it."""
+Each of these looks up torch's names; a torch without one leaves that part as torch does it (the last said
+once, `internals.INDUCTOR_GRAPH_LOAD`)."""
 
 from __future__ import annotations
 
@@ -23,6 +24,8 @@ import sys
 from collections.abc import Callable
 from types import ModuleType, TracebackType
 from typing import Any
+
+from tuned_kernels import internals
 
 LOGGER = "torch._inductor.codecache"
 UNLOADABLE = "fx graph cache unable to load compiled graph"
@@ -114,9 +117,11 @@ def _half_built_graph(unraisable: Any) -> bool:
 
 
 def _code_failing_as_miss(module: ModuleType) -> None:
-    graph_class: Any = getattr(module, "CompiledFxGraph", None)
-    original = getattr(graph_class, "after_deserialization", None)
-    if graph_class is None or original is None or getattr(original, "tuned_kernels_watched", False):
+    if not internals.holds(internals.INDUCTOR_GRAPH_LOAD):
+        return
+    graph_class: Any = module.CompiledFxGraph
+    original = graph_class.after_deserialization
+    if getattr(original, "tuned_kernels_watched", False):
         return
 
     @functools.wraps(original)

@@ -21,7 +21,7 @@ import time
 from collections.abc import Iterator, Mapping, Sequence
 from typing import Any
 
-from tuned_kernels import model, resolving
+from tuned_kernels import internals, model, resolving
 from tuned_kernels.decision import Decision, Measured, candidates, launched
 from tuned_kernels.errors import TunedKernelsError, one_line
 from tuned_kernels.resolving import Compiled
@@ -42,9 +42,10 @@ _original: dict[str, Any] = {}
 
 
 def patch() -> None:
-    """Autotuned kernels ask `resolving.current()` from now on (idempotent)."""
+    """Autotuned kernels ask `resolving.current()` from now on (idempotent), where Triton's `Autotuner` is
+    laid out as this patch expects (`internals.TRITON_AUTOTUNER`; else said once, and Triton tunes them)."""
     cls = autotuner_class()
-    if not _original:
+    if not _original and internals.holds(internals.TRITON_AUTOTUNER, cls):
         _original.update(prune_configs=cls.prune_configs, _bench=cls._bench)
         cls.prune_configs, cls._bench = _prune_configs, _bench
 

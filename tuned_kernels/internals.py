@@ -1,0 +1,71 @@
+"""The shapes of Triton's and torch's internals that tuned-kernels' patches were written for, in one table,
+checked before each patch: a library laid out otherwise is said once, in one line naming what is missing
+and what that costs, and the patch steps aside (the library does that work as it would without us)."""
+
+from __future__ import annotations
+
+import importlib
+from dataclasses import dataclass
+from typing import Any
+
+from tuned_kernels.errors import warn
+
+
+@dataclass(frozen=True)
+class Shape:
+    module: str
+    owner: str  # a class of `module`
+    methods: tuple[str, ...]  # each a callable of `owner`
+    without: str  # what happens where the shape does not hold
+    calls: tuple[str, str] | None = None  # (a method, a name it must call by name): how it reaches a patch
+
+
+TRITON_AUTOTUNER = Shape(
+    "triton.runtime.autotuner", "Autotuner", ("prune_configs", "_bench", "run"),
+    "its autotuned kernels are tuned as Triton does it; no bundle serves them", ("run", "prune_configs"),
+)  # fmt: skip
+INDUCTOR_GRAPH_LOAD = Shape(
+    "torch._inductor.output_code", "CompiledFxGraph", ("after_deserialization",),
+    "a cached graph whose code does not load ends the program, as Inductor does it",
+)  # fmt: skip
+INDUCTOR_FINAL_CHOICES = (
+    Shape("torch._inductor.ir", "MultiTemplateBuffer", ("finalize_as_triton_caller",),
+          "Inductor's final GEMM choices are not kept; a served program may choose otherwise"),
+    Shape("torch._inductor.select_algorithm", "ExternKernelCaller", ("output_node",),
+          "Inductor's final GEMM choices are not kept; a served program may choose otherwise"),
+    Shape("torch._inductor.scheduler", "Scheduler", ("finalize_multi_template_buffers",),
+          "the fusions into timed GEMMs are not kept; a served program may fuse otherwise"),
+)  # fmt: skip
+SHAPES = (TRITON_AUTOTUNER, INDUCTOR_GRAPH_LOAD, *INDUCTOR_FINAL_CHOICES)
+
+_said: set[str] = set()
+
+
+def holds(shape: Shape, owner: Any = None) -> bool:
+    """Whether `shape` holds for `owner` (default: the class it names, imported), said once where not."""
+    try:
+        owner = getattr(importlib.import_module(shape.module), shape.owner) if owner is None else owner
+    except (ImportError, AttributeError):
+        return _not(shape, f"{shape.module}.{shape.owner}")
+    for method in shape.methods:
+        if not callable(getattr(owner, method, None)):
+            return _not(shape, f"{shape.owner}.{method}")
+    if shape.calls is not None:
+        caller, callee = shape.calls
+        code = getattr(getattr(owner, caller), "__code__", None)
+        if code is None or callee not in code.co_names:
+            return _not(shape, f"{shape.owner}.{caller} calling {callee}")
+    return True
+
+
+def _not(shape: Shape, missing: str) -> bool:
+    library = shape.module.split(".")[0]
+    try:
+        version = str(importlib.import_module(library).__version__)
+    except (ImportError, AttributeError):
+        version = ""
+    said = f"this {library} {version} has no {missing}: {shape.without}"
+    if said not in _said:
+        _said.add(said)
+        warn(said)
+    return False
