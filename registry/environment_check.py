@@ -48,6 +48,7 @@ CHOICES: dict[str, tuple[str, ...] | None] = {
     "TUNED_KERNELS_REPORT": None,  # set by `tuned-kernels coverage`
     "TUNED_KERNELS_GPU_TESTS": None,  # the test suite's GPU tests (ci/gpu_run.sh)
 }
+WRITTEN_PATHS = ("TUNED_KERNELS_CACHE_DIR", "TUNED_KERNELS_CAPTURE", "TUNED_KERNELS_REPORT")  # where we write
 FOLDERS = ("dir", "empty", "missing")  # what TUNED_KERNELS_CACHE_DIR may name (a missing one is made)
 KindOf = Callable[[str], str]  # "file", "dir", "empty" (a folder holding no results file), "missing", "other"
 
@@ -104,10 +105,11 @@ def environment_problems(
 ) -> list[str]:
     """Each setting in `environ` that cannot be honoured, in one line (`kind_of`: what a path names; by
     default the file system, folders of bundles looked into)."""
-    problems = []
+    problems: list[str] = []
     for name in sorted(n for n in environ if n == "TUNED_KERNELS" or n.startswith("TUNED_KERNELS_")):
         value = environ[name].strip()
         shown = one_line(environ[name], 80)
+        said = len(problems)
         if name not in CHOICES:
             near = difflib.get_close_matches(name, list(CHOICES), n=1)
             hint = f" (did you mean {near[0]}?)" if near else ""
@@ -150,4 +152,10 @@ def environment_problems(
             and (kind_of or kind_of_path)(os.path.expanduser(value)) not in FOLDERS
         ):
             problems.append(f"{name}={shown}: not a folder; the overlay of tuned misses is not kept")
+        relative = value and not os.path.isabs(os.path.expanduser(value))
+        if name in WRITTEN_PATHS and relative and len(problems) == said:  # one line for one setting
+            problems.append(
+                f"{name}={shown} is relative: it names {one_line(os.path.abspath(value), 120)}, in this working "
+                "folder, and another in each (an absolute path names one place wherever the program runs)"
+            )
     return problems

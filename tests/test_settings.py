@@ -65,6 +65,9 @@ KINDS = {"bundles": "dir", "mine.pb.zst": "file", "a-file": "file", "empty": "em
         ),
         ({"TUNED_KERNELS_TARGET": "sm999"}, ["TUNED_KERNELS_TARGET=sm999: takes one of sm70, sm75"]),
         ({"TUNED_KERNELS_CACHE_DIR": "a-file"}, ["TUNED_KERNELS_CACHE_DIR=a-file: not a folder"]),
+        ({"TUNED_KERNELS_CACHE_DIR": "tk"}, ["TUNED_KERNELS_CACHE_DIR=tk is relative: it names /"]),
+        ({"TUNED_KERNELS_CAPTURE": "c.pb"}, ["TUNED_KERNELS_CAPTURE=c.pb is relative: it names /"]),
+        ({"TUNED_KERNELS_CACHE_DIR": "~/tk", "TUNED_KERNELS_REPORT": "/tmp/r.jsonl"}, []),
         (
             {"TUNED_KERNELS_VERBSE": "1"},
             ["TUNED_KERNELS_VERBSE is not a tuned-kernels setting (did you mean"],
