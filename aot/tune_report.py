@@ -131,6 +131,7 @@ class TuneTimes:
     benchmark: float = 0.0
     measure: float = 0.0
     probe: float = 0.0
+    queue: float = 0.0  # of `probe`: pruning a key's configs and handing them to the compile threads
 
 
 @dataclass(frozen=True)
@@ -146,6 +147,7 @@ class GpuTime:
     probing: float = 0.0  # making a key's inputs and finding its key and configs
     compiling: float = 0.0  # waiting for configs to compile, the GPU idle
     measuring: float = 0.0  # checking and timing configs: the GPU at work
+    queueing: float = 0.0  # of probing: pruning a key's configs and handing them to the compile threads
 
 
 def combined(times: Sequence[GpuTime]) -> list[GpuTime]:
@@ -162,6 +164,7 @@ def combined(times: Sequence[GpuTime]) -> list[GpuTime]:
             seen.probing + t.probing,
             seen.compiling + t.compiling,
             seen.measuring + t.measuring,
+            seen.queueing + t.queueing,
         )  # fmt: skip
     return list(by_gpu.values())
 

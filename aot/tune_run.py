@@ -91,7 +91,7 @@ class TuneRun:
         report.seconds = time.monotonic() - self.start
         report.compile_seconds, report.benchmark_seconds = times.compile, times.benchmark
         report.artifact_note = report.artifacts_said(options.artifacts, artifacts_apply(self.tuner.target))
-        now, spent = time.time(), (times.probe, times.compile, times.measure)
+        now, spent = time.time(), (times.probe, times.compile, times.measure, times.queue)
         report.gpus = [GpuTime(self.gpu, self.began or now, now, self.keys, *spent)]
         return report
 
@@ -111,7 +111,9 @@ class TuneRun:
             probed = self.tuner.key_of(item)
             slot = slot_of(item, probed)
             if slot not in self.done and slot != self.measuring:  # one key, two cases: tuned once
+                queued = time.monotonic()
                 compiling = self.tuner.start_compiling(self.compilers, item.family.kernel, probed[1])
+                self.tuner.times.queue += time.monotonic() - queued
                 self.ahead[i] = (slot, probed, compiling)
         except LaunchesAnother as exc:
             self.other_kernel.add(i)
