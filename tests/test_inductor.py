@@ -11,6 +11,7 @@ import dataclasses
 import json
 import os
 import re
+import shutil
 import subprocess
 import sys
 from collections.abc import Iterator
@@ -564,3 +565,65 @@ def test_a_bundles_tuned_config_left_out_is_said_once(
         f"tuned-kernels: left out a tuned config of the bundles: ../0{RELATIVE[2:]}: not a name Inductor gives "
         "a tuned config (and 1 more); Inductor tunes that kernel as usual"
     ]
+
+
+# a served process's look-up of a kernel's tuned config: its hooks are installed as Inductor's config is
+# imported; tuned-kernels turns Triton's interpreter on here (no GPU), under which Inductor reads no
+# autotune cache, so it is turned off again
+SERVED_LOOKUP = r"""
+import json, os, sys
+import torch._inductor.config
+from torch._inductor.runtime.triton_heuristics import check_autotune_cache
+os.environ.pop("TRITON_INTERPRET", None)
+from triton import Config
+compiled = [Config({"XBLOCK": x}, num_warps=2, num_stages=1) for x in (4, 8, 16)]
+meta = {"coordinate_descent_tuning": True, "autotune_local_cache": True}
+configs, _, info = check_autotune_cache(compiled, sys.argv[1], meta)
+print(json.dumps({"state": info.get("autotune_cache_state"), "xblocks": [c.kwargs["XBLOCK"] for c in configs]}))
+"""
+
+
+def test_a_served_process_reads_a_bundled_best_config_recorded_under_the_capturing_cache(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A served graph's kernel looks its tuned config up under the capturing machine's cache directory (the
+    path its pickled autotuner holds): a fresh process reads the bundle's file from its own cache directory,
+    coordinate descent's winner alone, and writes nothing under the recorded path. Fails when the look-up
+    mend is not installed by serving, or reads the path as recorded (torch 2.13 still does)."""
+    from torch._inductor.runtime.autotune_cache import AutotuneCache
+    from torch._inductor.runtime.triton_heuristics import hash_configs
+    from triton import Config
+
+    capture = tmp_path / "inductor-capture"
+    kernel = capture / "ab" / f"cab{'0' * 49}.py"  # the path a pickled autotuner records
+    kernel.parent.mkdir(parents=True)
+    kernel.write_text("")
+    compiled = [Config({"XBLOCK": x}, num_warps=2, num_stages=1) for x in (4, 8, 16)]
+    monkeypatch.delenv("TRITON_INTERPRET", raising=False)
+    saved = AutotuneCache.create({"autotune_local_cache": True}, str(kernel), hash_configs(compiled))
+    assert saved is not None
+    saved.save(Config({"XBLOCK": 8}, num_warps=2, num_stages=1), 5_000_000, found_by_coordesc=True)
+    entries = autotune_cache.harvest(capture)
+    assert len(entries) == 1
+    bundle = tmp_path / "bundle.textproto"
+    write_results(bundle, model.Results(_header(torch.__version__), tuple(entries)))
+    shutil.rmtree(capture)  # served on another machine: the recorded directory is not there
+
+    env = {
+        **os.environ,
+        "TUNED_KERNELS": "1",
+        "TUNED_KERNELS_PATH": str(bundle),
+        "TORCHINDUCTOR_CACHE_DIR": str(tmp_path / "inductor-served"),
+        "TUNED_KERNELS_CACHE_DIR": str(tmp_path / "overlay"),
+    }
+    env.pop("TRITON_INTERPRET", None)
+    done = subprocess.run(
+        [sys.executable, "-c", SERVED_LOOKUP, str(kernel)],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+    assert done.returncode == 0, done.stderr[-3000:]
+    assert json.loads(done.stdout.splitlines()[-1]) == {"state": "hit", "xblocks": [8]}, done.stderr[-2000:]
+    assert not capture.exists()  # nothing written under the recorded path

@@ -285,3 +285,29 @@ def test_index_refuses_a_wheel_that_is_not_one(tmp_path: Path) -> None:
     assert (out.returncode, out.stdout, (tmp_path / "site").exists()) == (1, "", False)
     assert out.stderr.strip().endswith("x-1.0-py3-none-any.whl: not a wheel (a zip file named "
                                        "NAME-VERSION-PY-ABI-PLATFORM.whl)")  # fmt: skip
+
+
+FORKING = """
+import multiprocessing
+import app
+
+if __name__ == "__main__":
+    app.run(300)  # a miss in the parent: its overlay writer thread is running when it forks
+    child = multiprocessing.get_context("fork").Process(target=app.run, args=(100,))  # a miss in the child
+    child.start()
+    child.join(120)
+    assert child.exitcode == 0, child.exitcode
+"""
+
+
+def test_a_miss_in_a_multiprocessing_child_reaches_the_overlay(tmp_path: Path) -> None:
+    """A forked child (a DataLoader worker, a server's process) inherits a dead writer thread: its miss is
+    written by the child itself, so the next run hits both keys."""
+    (tmp_path / "app.py").write_text(APP)
+    (tmp_path / "forking.py").write_text(FORKING)
+    first = _run([sys.executable, "forking.py"], tmp_path, TUNED_KERNELS="1")
+    assert first.returncode == 0, first.stderr[-2000:]
+    second = _run(
+        [sys.executable, "app.py", "100", "300"], tmp_path, TUNED_KERNELS="1", TUNED_KERNELS_VERBOSE="1"
+    )
+    assert "tuned-kernels: 2 hits (2 from this user's overlay), 0 misses" in second.stderr, second.stderr
