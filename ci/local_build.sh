@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # The bundle workflow's steps (ci/workflows/build-bundles.yml), run locally on this machine's target (the
 # cpu target through Triton's interpreter where there is no GPU): detect, two tuning shards, merge,
-# wheel, index. The tests run it end to end. Usage: ci/local_build.sh OUTDIR [TARGET]
+# wheel (signed with BUNDLE_SIGNING_KEY, a key's PEM text, where set), index. The tests run it end to end.
+# Usage: ci/local_build.sh OUTDIR [TARGET]
 set -euo pipefail
 OUT=${1:?usage: ci/local_build.sh OUTDIR [TARGET]}
 TARGET=${2:-cpu}
@@ -12,6 +13,13 @@ for shard in 0/2 1/2; do  # the matrix's tune jobs
   $TK tune --shapes quick --shard "$shard" --seed-from "$OUT/seeds" -o "$OUT/part-${shard%/*}.pb.zst"
 done
 $TK merge "$OUT"/part-*.pb.zst -o "$OUT/$TARGET.pb.zst"  # the wheel job
-$TK build-wheel "$OUT/$TARGET.pb.zst" -o "$OUT/dist"
+if [[ -n ${BUNDLE_SIGNING_KEY:-} ]]; then  # the workflow's secret: the bundle signed with it
+  key="$OUT/bundle-signing.key"
+  (umask 077 && printf '%s\n' "$BUNDLE_SIGNING_KEY" > "$key")
+  $TK build-wheel "$OUT/$TARGET.pb.zst" -o "$OUT/dist" --sign-key "$key"
+  rm -f "$key"
+else
+  $TK build-wheel "$OUT/$TARGET.pb.zst" -o "$OUT/dist"
+fi
 $TK index "$OUT/dist" -o "$OUT/simple"  # the publish job
 $TK inspect "$OUT/$TARGET.pb.zst" > "$OUT/inspect.txt" && sed -n 1,4p "$OUT/inspect.txt"

@@ -60,7 +60,11 @@ def test_workflows_call_only_tuned_kernels_commands_that_exist() -> None:
 
 
 def test_the_local_ci_script_builds_a_cpu_bundle_end_to_end(tmp_path: Path) -> None:
-    env = {**os.environ, "PYTHON": sys.executable, "TUNED_KERNELS_CACHE_DIR": str(tmp_path / "overlay")}
+    """Signed, as the workflow signs it when the repository has a BUNDLE_SIGNING_KEY secret."""
+    tk = [sys.executable, "-m", "tuned_kernels"]
+    subprocess.run([*tk, "keygen", "-o", str(tmp_path / "publisher.key")], check=True, timeout=120)
+    env = {**os.environ, "PYTHON": sys.executable, "TUNED_KERNELS_CACHE_DIR": str(tmp_path / "overlay"),
+           "BUNDLE_SIGNING_KEY": (tmp_path / "publisher.key").read_text()}  # fmt: skip
     run = subprocess.run(
         ["bash", str(ROOT / "ci/local_build.sh"), str(tmp_path / "out")],
         env=env,
@@ -78,6 +82,10 @@ def test_the_local_ci_script_builds_a_cpu_bundle_end_to_end(tmp_path: Path) -> N
     assert {e.kernel.name for e in merged.entries} == {kernel_identity(f.kernel).name for f in launched}
     assert [p.name for p in (tmp_path / "out/dist").iterdir()] == ["tuned_kernels_cpu-0.1.0-py3-none-any.whl"]
     assert (tmp_path / "out/simple/tuned-kernels-cpu/index.html").exists()
+    (wheel,) = (tmp_path / "out/dist").iterdir()
+    verify = [*tk, "verify", "--key", str(tmp_path / "publisher.key.pub"), str(wheel)]
+    assert subprocess.run(verify, capture_output=True, text=True, timeout=120).returncode == 0
+    assert not (tmp_path / "out/bundle-signing.key").exists()  # the private key is not left behind
 
 
 def test_detect_fails_loudly_on_a_runner_without_the_labelled_gpu() -> None:
