@@ -139,7 +139,8 @@ def run_on_dask(
         order = ordering.submit(tuning_order, items)
         with _client(distributed, address, timeout_s) as client:
             workers = _kinds_of_workers(distributed, client)
-            client.run(warm_up, json.dumps(request.to_json()))
+            with contextlib.suppress(Exception):  # best effort: a worker that fails here fails its task alike
+                client.run(warm_up, json.dumps(request.to_json()))
             kept = order.result()
             startup = time.monotonic() - start  # the cluster up, every worker's kind known and warm
             files = _files_for(request, list(workers), created_at)
@@ -462,10 +463,17 @@ def _worker_name() -> str:
     return str(distributed.get_worker().name)
 
 
-def warm_up(spec: str) -> None:
-    """Runs on each worker as the run starts: the corpus loaded, the tuner made and the first key probed on
-    `meta` (its one-time imports), while the client still finds the order. Best effort: a worker that
-    fails here fails its first task alike, which says why."""
+async def warm_up(spec: str) -> None:
+    """Runs on each worker as the run starts, off its event loop (which keeps answering the scheduler): the
+    corpus loaded, the tuner made and the first key probed on `meta` (its one-time imports), while the
+    client still finds the order."""
+    import asyncio
+
+    await asyncio.get_running_loop().run_in_executor(None, _warm, spec)
+
+
+def _warm(spec: str) -> None:
+    """Best effort: a worker that fails here fails its first task alike, which says why."""
     from tuned_kernels.hardware.probe import interpret_without_gpu
 
     interpret_without_gpu()

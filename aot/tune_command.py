@@ -195,8 +195,10 @@ def _run_workers(request: TuneRequest, gpus: int, target: model.Target, created_
         if resume:  # every participant skips the keys finished earlier
             for part in parts:
                 shutil.copyfile(request.output, part)
-        procs = [_start_worker(request, gpu, parts[gpu], claims, resume) for gpu in range(1, gpus)]
+        procs: list[subprocess.Popen[bytes]] = []
         try:
+            for gpu in range(1, gpus):
+                procs.append(_start_worker(request, gpu, parts[gpu], claims, resume))
             items = items_of(request)
             with resolving.installed(None):
                 order = tuning_order(items)
@@ -206,6 +208,10 @@ def _run_workers(request: TuneRequest, gpus: int, target: model.Target, created_
             claimed = ClaimFolder(claims)
             gpu0 = f"GPU {visible_device_id(0)}"
             own = _tune_here(mine, target, created_at, claimed, gpu0, lambda _: shared, items)
+        except BaseException:  # this process failed (its tuner, its GPU): the workers stop too
+            for proc in procs:
+                proc.terminate()
+            raise
         finally:
             for proc in procs:  # a worker still waiting for its order (this process failed) ends quietly
                 _close_input(proc)
@@ -274,7 +280,7 @@ def run_worker(spec: Path) -> int:
     try:
         report = _tune_here(request, detect(), utc_now(), claims, work["gpu"], given)
     except Exception:
-        if given.order() is None:  # the starting process failed before sending it, and says why
+        if not given.sent():  # the starting process failed before sending it, and says why
             return 1
         raise
     _report_path(request.output).write_text(json.dumps(dataclasses.asdict(report)))
@@ -287,25 +293,21 @@ class _OrderGiven:
 
     def __init__(self, path: Path) -> None:
         self.path = path
-        self.read = False
-        self.given: list[int] | None = None
+        self.go: bool | None = None  # what standard input said, once read
 
     def __call__(self, items: Sequence[WorkItem]) -> Sequence[int]:
         if items:
             with contextlib.suppress(Exception):
                 slot_on_meta(items[0])
-        order = self.order()
-        if order is None:
+        if not self.sent():
             raise TunedKernelsError("the tune that started this worker ended before sharing its keys out")
-        return order
+        return [int(i) for i in json.loads(self.path.read_text())]
 
-    def order(self) -> list[int] | None:
-        """The order, waited for on standard input; None when the input ended without one."""
-        if not self.read:
-            self.read = True
-            if sys.stdin.readline().strip() == "go":
-                self.given = [int(i) for i in json.loads(self.path.read_text())]
-        return self.given
+    def sent(self) -> bool:
+        """Whether the starting process sent the order: waited for on standard input (False: it ended)."""
+        if self.go is None:
+            self.go = sys.stdin.readline().strip() == "go"
+        return self.go
 
 
 def _merge_parts(parts: Sequence[str], target: model.Target, created_at: str, output: str) -> model.Results:

@@ -111,9 +111,7 @@ class TuneRun:
             probed = self.tuner.key_of(item)
             slot = slot_of(item, probed)
             if slot not in self.done and slot != self.measuring:  # one key, two cases: tuned once
-                queued = time.monotonic()
                 compiling = self.tuner.start_compiling(self.compilers, item.family.kernel, probed[1])
-                self.tuner.times.queue += time.monotonic() - queued
                 self.ahead[i] = (slot, probed, compiling)
         except LaunchesAnother as exc:
             self.other_kernel.add(i)

@@ -161,9 +161,12 @@ class Tuner:
         `measure` to record."""
         if self.options.jobs <= 1 or self.target.arch == "cpu":
             return {}
+        t0 = time.monotonic()  # counted apart, as queueing
         # pruned here, on the calling thread: pruning uses the autotuner's own state
         space = [config_from_triton(c) for c in config_space(kernel, named)]
-        return dict(zip(space, submit_compiles(pool, kernel, named, space), strict=False))
+        compiling = dict(zip(space, submit_compiles(pool, kernel, named, space), strict=False))
+        self.times.queue += time.monotonic() - t0
+        return compiling
 
     def compiled_first(self, configs: Sequence[model.Config], compiling: Compiling) -> Iterator[model.Config]:
         """`configs` in the order they become ready to measure: those not compiling here at once, then the

@@ -15,6 +15,7 @@ done
 $TK merge "$OUT"/part-*.pb.zst -o "$OUT/$TARGET.pb.zst"  # the wheel job
 if [[ -n ${BUNDLE_SIGNING_KEY:-} ]]; then  # the workflow's secret: the bundle signed with it
   key="$OUT/bundle-signing.key"
+  trap 'rm -f "$key"' EXIT  # gone however the build ends
   (umask 077 && printf '%s\n' "$BUNDLE_SIGNING_KEY" > "$key")
   $TK build-wheel "$OUT/$TARGET.pb.zst" -o "$OUT/dist" --sign-key "$key"
   rm -f "$key"

@@ -152,7 +152,7 @@ def environment_problems(
             and (kind_of or kind_of_path)(os.path.expanduser(value)) not in FOLDERS
         ):
             problems.append(f"{name}={shown}: not a folder; the overlay of tuned misses is not kept")
-        relative = value and not os.path.isabs(os.path.expanduser(value))
+        relative = value and not os.path.isabs(os.path.expanduser(environ[name]))  # as it is used
         if name in WRITTEN_PATHS and relative and len(problems) == said:  # one line for one setting
             problems.append(
                 f"{name}={shown} is relative: it names {one_line(os.path.abspath(value), 120)}, in this working "

@@ -36,6 +36,7 @@ class _AutotunerThatTunesElsewhere:
 def test_a_triton_autotuner_laid_out_otherwise_is_not_patched_and_said_once(
     monkeypatch: pytest.MonkeyPatch, recwarn: pytest.WarningsRecorder
 ) -> None:
+    monkeypatch.setattr(internals, "_said", set())
     monkeypatch.setattr(autotuner, "_original", {})
     monkeypatch.setattr(autotuner, "autotuner_class", lambda: _AutotunerThatTunesElsewhere)
     original = _AutotunerThatTunesElsewhere.prune_configs
@@ -51,8 +52,9 @@ def test_a_triton_autotuner_laid_out_otherwise_is_not_patched_and_said_once(
 
 @pytest.mark.parametrize("shape", internals.SHAPES[1:], ids=lambda s: f"{s.owner}.{'+'.join(s.methods)}")
 def test_a_torch_without_a_patched_method_steps_aside_with_one_line(
-    shape: internals.Shape, recwarn: pytest.WarningsRecorder
+    shape: internals.Shape, recwarn: pytest.WarningsRecorder, monkeypatch: pytest.MonkeyPatch
 ) -> None:
+    monkeypatch.setattr(internals, "_said", set())
     renamed = dataclasses.replace(shape, methods=tuple(m + "_renamed" for m in shape.methods))
     assert not internals.holds(renamed)
     assert not internals.holds(renamed)

@@ -167,8 +167,6 @@ def why_not_placed(entry: model.Entry, blob: BlobLookup) -> str | None:
         return f"{relative}: {len(data)} bytes, over the {MAX_FILE_BYTES >> 20} MiB a graph file may hold"
     if hashlib.sha256(data).hexdigest() != stored.sha256:
         return f"{relative}: corrupt (sha256 differs)"
-    if kind_of(relative) in PICKLED and not whole_pickle(data):
-        return f"{relative}: damaged (not a whole pickle)"
     own = own_name(relative)
     if own is not None and own.encode() not in data:
         return f"{relative}: its contents are another key's"
@@ -176,8 +174,8 @@ def why_not_placed(entry: model.Entry, blob: BlobLookup) -> str | None:
 
 
 def whole_pickle(data: bytes) -> bool:
-    """Whether `data` reads as one pickle to its end, opcode by opcode: nothing is loaded or imported, so
-    any bundle's file may be read so. A truncated entry fails, and some bit flips."""
+    """Whether `data` reads as one pickle up to its STOP, opcode by opcode: nothing is loaded or imported,
+    so any bundle's file may be read so. A truncated entry fails, and some bit flips."""
     try:
         for _ in pickletools.genops(data):
             pass
@@ -205,10 +203,14 @@ def install(stored: Iterable[tuple[model.Entry, BlobLookup]], cache_dir: Path) -
     for entry, blob in stored:
         why = why_not_placed(entry, blob)
         data = blob(entry.artifacts[0].files[0].sha256) if why is None else None
+        target = cache_dir / str(entry.key[0])
+        if data is not None and not target.exists() and kind_of(str(entry.key[0])) in PICKLED:
+            why = None if whole_pickle(data) else f"{entry.key[0]}: damaged (not a whole pickle)"
+            data = data if why is None else None  # read opcode by opcode where it would be written only
         if data is None:
             placed.refused.append(str(why))
             continue
-        if place_new_file(cache_dir / str(entry.key[0]), data):
+        if place_new_file(target, data):
             placed.written += 1
             placed.files[str(entry.key[0])] = entry.artifacts[0].files[0].sha256
         else:

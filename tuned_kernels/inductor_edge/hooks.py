@@ -8,6 +8,7 @@ compiled graphs into its FX-graph and AOTAutograd caches (graphs.py).
 
 from __future__ import annotations
 
+import contextlib
 from collections.abc import Callable, Sequence
 from typing import Any
 
@@ -73,8 +74,9 @@ def _fill_autotune_cache(stored: Stored) -> None:
             return
         if installed.refused:
             more = f" (and {len(installed.refused) - 1} more)" if len(installed.refused) > 1 else ""
-            warn(f"left out a tuned config of the bundles: {one_line(installed.refused[0])}{more}; "
-                 "Inductor tunes that kernel as usual")  # fmt: skip
+            with contextlib.suppress(Warning):  # a warning made an error (-W error): serving goes on
+                warn(f"left out a tuned config of the bundles: {one_line(installed.refused[0])}{more}; "
+                     "Inductor tunes that kernel as usual")  # fmt: skip
 
 
 def _mend_autotune_cache_reads() -> None:

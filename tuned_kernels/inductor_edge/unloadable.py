@@ -39,6 +39,7 @@ def watch(ours: Ours, say: Say) -> None:
     traceback; later calls replace `ours` and `say`."""
     if _watching:
         _watching[0].ours, _watching[0].say = ours, say
+        _watching[0].said.clear()  # a new registry is told afresh
         return
     watcher = _OurUnloadableFiles(ours, say)
     _watching.append(watcher)
@@ -128,27 +129,49 @@ def _code_failing_as_miss(module: ModuleType) -> None:
     def loaded(self: Any, *args: Any, **kwargs: Any) -> Any:
         try:
             return original(self, *args, **kwargs)
-        except OSError:
-            raise
-        except Exception as exc:  # Inductor takes an OSError here for a miss, and compiles the graph
-            _take_out_written_code(self)
+        except (SyntaxError, ImportError, NameError, RuntimeError) as exc:
+            watching = _watching[0].ours is not _none_ours
+            if not watching or (
+                isinstance(exc, RuntimeError) and not str(exc).startswith("Failed to import")
+            ):
+                raise  # not serving, or not code that fails to load: as Inductor does it
+            place = _code_place(self)
+            if place is not None:
+                _take_out(place, self.source_code)
             _watching[0].once(
                 "code",
                 f"a cached compiled graph's code does not load ({type(exc).__name__}: {str(exc)[:120]}); "
                 "Inductor compiles its graphs",
             )
-            raise OSError(f"cached graph code does not load: {exc}") from exc
+            raise OSError(f"cached graph code does not load: {exc}") from exc  # Inductor's miss: it compiles
 
     loaded.tuned_kernels_watched = True  # type: ignore[attr-defined]
     graph_class.after_deserialization = loaded
 
 
-def _take_out_written_code(graph: Any) -> None:
-    """The code a failed load wrote to its place in Inductor's cache, taken out: Inductor, compiling the graph
-    itself, would find it there under the same name and load it again."""
-    with contextlib.suppress(Exception):
-        path = graph.write_to_disk()  # its place (there already: nothing is written again)
-        with open(path, encoding="utf-8") as written:
-            damaged = written.read() == graph.source_code
-        if damaged:
-            os.remove(path)
+def _code_place(graph: Any) -> str | None:
+    """Where Inductor writes a cached graph's code before loading it (None: this torch says otherwise)."""
+    try:
+        from torch._inductor.codecache import get_path
+
+        return str(get_path(graph.cache_key, "py")[2])
+    except Exception:
+        return None
+
+
+def _take_out(place: str, damaged: str) -> None:
+    """The damaged code at its place, taken out (Inductor, compiling the graph itself, would find it there
+    under the same name, which is its correct code's hash, and load it again): moved aside first, so that a
+    file another process has written there meanwhile, with other code, is put back instead."""
+    aside = f"{place}.{os.getpid()}.damaged"
+    try:
+        os.rename(place, aside)
+    except OSError:
+        return
+    with contextlib.suppress(OSError):
+        with open(aside, encoding="utf-8") as moved:
+            ours = moved.read() == damaged
+        if ours:
+            os.remove(aside)
+        else:
+            os.rename(aside, place)
