@@ -289,7 +289,7 @@ def run_worker(spec: Path) -> int:
 
 class _OrderGiven:
     """The order a worker's starting process sends: asked for once the first key's probe has done its
-    one-time imports (`torch._dynamo`, on `meta`) here, while that process still finds the order."""
+    one-time imports (Dynamo's, on `meta`) here, while that process still finds the order."""
 
     def __init__(self, path: Path) -> None:
         self.path = path

@@ -708,7 +708,7 @@ def test_an_overlay_folder_name_too_long_for_the_file_system_costs_the_overlay_o
     altogether), one short line says why, and the verbose summary comes without a traceback."""
     bundle = tmp_path / "tuned.pb"
     write_results(bundle, tuned)
-    run = run_program(tmp_path, bundle, Path("x" * 100_000))
+    run = run_program(tmp_path, bundle, tmp_path / ("x" * 100_000))
     assert run.stats["hits"] == 2 and run.stats["misses"] == 0, run.stats
     (warned,) = run.warnings
     assert "cannot use the overlay folder: [Errno 36] File name too long" in warned and len(warned) < 300

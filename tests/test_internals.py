@@ -9,10 +9,14 @@ from typing import Any
 import pytest
 
 from tuned_kernels import internals
+from tuned_kernels.inductor_edge import shapes as inductor_shapes
 from tuned_kernels.triton_edge import autotuner
+from tuned_kernels.triton_edge import shapes as triton_shapes
+
+SHAPES = (*triton_shapes.SHAPES, *inductor_shapes.SHAPES)  # every internal the edges patch
 
 
-@pytest.mark.parametrize("shape", internals.SHAPES, ids=lambda s: f"{s.owner}.{'+'.join(s.methods)}")
+@pytest.mark.parametrize("shape", SHAPES, ids=lambda s: f"{s.owner}.{'+'.join(s.methods)}")
 def test_each_patched_internal_is_laid_out_here_as_its_patch_expects(
     shape: internals.Shape, recwarn: pytest.WarningsRecorder
 ) -> None:
@@ -50,7 +54,7 @@ def test_a_triton_autotuner_laid_out_otherwise_is_not_patched_and_said_once(
     )
 
 
-@pytest.mark.parametrize("shape", internals.SHAPES[1:], ids=lambda s: f"{s.owner}.{'+'.join(s.methods)}")
+@pytest.mark.parametrize("shape", inductor_shapes.SHAPES, ids=lambda s: f"{s.owner}.{'+'.join(s.methods)}")
 def test_a_torch_without_a_patched_method_steps_aside_with_one_line(
     shape: internals.Shape, recwarn: pytest.WarningsRecorder, monkeypatch: pytest.MonkeyPatch
 ) -> None:

@@ -1,6 +1,7 @@
-"""The shapes of Triton's and torch's internals that tuned-kernels' patches were written for, in one table,
-checked before each patch: a library laid out otherwise is said once, in one line naming what is missing
-and what that costs, and the patch steps aside (the library does that work as it would without us)."""
+"""The shape of a library's internals a patch was written for (a class and its methods), checked before
+the patch: a library laid out otherwise is said once, in one line naming what is missing and what that
+costs, and the patch steps aside (the library does that work as it would without us). The shapes are
+named in the edges that patch them: `triton_edge/shapes.py`, `inductor_edge/shapes.py`."""
 
 from __future__ import annotations
 
@@ -20,24 +21,6 @@ class Shape:
     without: str  # what happens where the shape does not hold
     calls: tuple[str, str] | None = None  # (a method, a name it must call by name): how it reaches a patch
 
-
-TRITON_AUTOTUNER = Shape(
-    "triton.runtime.autotuner", "Autotuner", ("prune_configs", "_bench", "run"),
-    "its autotuned kernels are tuned as Triton does it; no bundle serves them", ("run", "prune_configs"),
-)  # fmt: skip
-INDUCTOR_GRAPH_LOAD = Shape(
-    "torch._inductor.output_code", "CompiledFxGraph", ("after_deserialization",),
-    "a cached graph whose code does not load ends the program, as Inductor does it",
-)  # fmt: skip
-INDUCTOR_FINAL_CHOICES = (
-    Shape("torch._inductor.ir", "MultiTemplateBuffer", ("finalize_as_triton_caller",),
-          "Inductor's final GEMM choices are not kept; a served program may choose otherwise"),
-    Shape("torch._inductor.select_algorithm", "ExternKernelCaller", ("output_node",),
-          "Inductor's final GEMM choices are not kept; a served program may choose otherwise"),
-    Shape("torch._inductor.scheduler", "Scheduler", ("finalize_multi_template_buffers",),
-          "the fusions into timed GEMMs are not kept; a served program may fuse otherwise"),
-)  # fmt: skip
-SHAPES = (TRITON_AUTOTUNER, INDUCTOR_GRAPH_LOAD, *INDUCTOR_FINAL_CHOICES)
 
 _said: set[str] = set()
 

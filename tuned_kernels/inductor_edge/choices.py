@@ -30,7 +30,7 @@ from torch._inductor.lookup_table import LookupTableChoices
 from tuned_kernels import internals, model, resolving
 from tuned_kernels.decision import Decision, Measured
 from tuned_kernels.errors import owner_decides
-from tuned_kernels.inductor_edge import fusion
+from tuned_kernels.inductor_edge import fusion, shapes
 from tuned_kernels.inductor_edge.keys import config_of, identity_of, key_of
 
 
@@ -202,8 +202,8 @@ def watch_final_choices() -> None:
     fusions it took, so the methods that take them are wrapped, once per process:
     `MultiTemplateBuffer.finalize_as_triton_caller` (a Triton template), `ExternKernelCaller.output_node`
     (ATen's kernel) and `Scheduler.finalize_multi_template_buffers` (run once fusion is done); each where
-    this torch has it (`internals.INDUCTOR_FINAL_CHOICES`), else said once."""
-    triton_caller, aten_caller, scheduler = internals.INDUCTOR_FINAL_CHOICES
+    this torch has it (`shapes.INDUCTOR_FINAL_CHOICES`), else said once."""
+    triton_caller, aten_caller, scheduler = shapes.INDUCTOR_FINAL_CHOICES
     final_choice = "remember Inductor's final GEMM choice"
     _after(triton_caller, final_choice,
            lambda resolver, _buffer, caller: remember_final_choice(resolver, caller))  # fmt: skip

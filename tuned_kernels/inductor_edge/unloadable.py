@@ -12,7 +12,7 @@ graph as it would without it.
   that ends the program; said once, and the code it wrote taken out.
 
 Each of these looks up torch's names; a torch without one leaves that part as torch does it (the last said
-once, `internals.INDUCTOR_GRAPH_LOAD`)."""
+once, `shapes.INDUCTOR_GRAPH_LOAD`)."""
 
 from __future__ import annotations
 
@@ -26,6 +26,7 @@ from types import ModuleType, TracebackType
 from typing import Any
 
 from tuned_kernels import internals
+from tuned_kernels.inductor_edge import shapes
 
 LOGGER = "torch._inductor.codecache"
 UNLOADABLE = "fx graph cache unable to load compiled graph"
@@ -118,7 +119,7 @@ def _half_built_graph(unraisable: Any) -> bool:
 
 
 def _code_failing_as_miss(module: ModuleType) -> None:
-    if not internals.holds(internals.INDUCTOR_GRAPH_LOAD):
+    if not internals.holds(shapes.INDUCTOR_GRAPH_LOAD):
         return
     graph_class: Any = module.CompiledFxGraph
     original = graph_class.after_deserialization

@@ -26,7 +26,7 @@ from tuned_kernels.decision import Decision, Measured, candidates, launched
 from tuned_kernels.errors import TunedKernelsError, one_line
 from tuned_kernels.resolving import Compiled
 from tuned_kernels.search import contenders
-from tuned_kernels.triton_edge import cache_manager, measuring
+from tuned_kernels.triton_edge import cache_manager, measuring, shapes
 from tuned_kernels.triton_edge.benchmarker import WallClockBenchmarker
 from tuned_kernels.triton_edge.compile import artifact_of, warmup
 from tuned_kernels.triton_edge.interpreter import defined_before_interpreting, interpret_instead, interpreting
@@ -43,9 +43,9 @@ _original: dict[str, Any] = {}
 
 def patch() -> None:
     """Autotuned kernels ask `resolving.current()` from now on (idempotent), where Triton's `Autotuner` is
-    laid out as this patch expects (`internals.TRITON_AUTOTUNER`; else said once, and Triton tunes them)."""
+    laid out as this patch expects (`shapes.TRITON_AUTOTUNER`; else said once, and Triton tunes them)."""
     cls = autotuner_class()
-    if not _original and internals.holds(internals.TRITON_AUTOTUNER, cls):
+    if not _original and internals.holds(shapes.TRITON_AUTOTUNER, cls):
         _original.update(prune_configs=cls.prune_configs, _bench=cls._bench)
         cls.prune_configs, cls._bench = _prune_configs, _bench
 

@@ -1,0 +1,20 @@
+"""The shapes of Inductor's internals this edge patches (`internals.holds` checks each before its patch)."""
+
+from __future__ import annotations
+
+from tuned_kernels.internals import Shape
+
+INDUCTOR_GRAPH_LOAD = Shape(
+    "torch._inductor.output_code", "CompiledFxGraph", ("after_deserialization",),
+    "a cached graph whose code does not load ends the program, as Inductor does it",
+)  # fmt: skip
+INDUCTOR_FINAL_CHOICES = (
+    Shape("torch._inductor.ir", "MultiTemplateBuffer", ("finalize_as_triton_caller",),
+          "Inductor's final GEMM choices are not kept; a served program may choose otherwise"),
+    Shape("torch._inductor.select_algorithm", "ExternKernelCaller", ("output_node",),
+          "Inductor's final GEMM choices are not kept; a served program may choose otherwise"),
+    Shape("torch._inductor.scheduler", "Scheduler", ("finalize_multi_template_buffers",),
+          "the fusions into timed GEMMs are not kept; a served program may fuse otherwise"),
+)  # fmt: skip
+
+SHAPES = (INDUCTOR_GRAPH_LOAD, *INDUCTOR_FINAL_CHOICES)
