@@ -428,7 +428,7 @@ def tune_on_worker(
     interpret_without_gpu()  # before the corpus defines its kernels: the interpreter on a CPU worker
     from tuned_kernels.results.files import decode_results, encode_results
 
-    items, tuner = _WORKER_STATE.get(spec) or _prepare(spec)
+    items, tuner = _worker_state(spec)
     done = {e.slot: e for e in decode_results(answers, "answers.pb").entries}
     before = set(done)
     tuner.blobs.clear()
@@ -478,14 +478,17 @@ def _warm(spec: str) -> None:
 
     interpret_without_gpu()
     with contextlib.suppress(Exception):
-        items, _ = _WORKER_STATE.get(spec) or _prepare(spec)
+        items, _ = _worker_state(spec)
         if items:
             slot_on_meta(items[0])
 
 
-def _prepare(spec: str) -> tuple[Sequence[WorkItem], Any]:
+def _worker_state(spec: str) -> tuple[Sequence[WorkItem], Any]:
+    """This worker's items and tuner for the request `spec`, made at its first task (or warm-up) and kept."""
     from tuned_kernels.hardware import detect
 
+    if spec in _WORKER_STATE:
+        return _WORKER_STATE[spec]
     request = TuneRequest.from_json(json.loads(spec))
     families = select_families(load_corpus(request.corpus), request.kernels)
     items = work_items(families, request.shapes, request.options.shard)

@@ -281,18 +281,8 @@ def test_a_damaged_graph_whose_digest_matches_is_one_line_and_inductor_compiles(
 def with_payload(results: model.Results, marker: Path) -> model.Results:
     """Every FX-graph entry replaced by a pickle that runs a command (creating `marker`) and then returns the
     original entry, its sha256 recomputed, as someone who could write the bundle would."""
-    blobs, entries = dict(results.blobs), []
-    for e in results.entries:
-        if e.kernel.name == graphs.NAME and dict(e.best.kwargs)[graphs.KIND] == "fxgraph":
-            (stored,) = e.artifacts[0].files
-            code = f"__import__('pathlib').Path({str(marker)!r}).touch() or __import__('pickle').loads(B)"
-            data = _pickled_eval(code.replace("B", repr(blobs[stored.sha256])))
-            sha = hashlib.sha256(data).hexdigest()
-            blobs[sha] = data
-            files = (dataclasses.replace(stored, sha256=sha, size_bytes=len(data)),)
-            e = dataclasses.replace(e, artifacts=(dataclasses.replace(e.artifacts[0], files=files),))
-        entries.append(e)
-    return dataclasses.replace(results.with_entries(tuple(entries)), blobs=blobs)
+    code = f"__import__('pathlib').Path({str(marker)!r}).touch() or __import__('pickle').loads(B)"
+    return redigested(results, lambda entry: _pickled_eval(code.replace("B", repr(entry))))
 
 
 def _pickled_eval(code: str) -> bytes:
