@@ -5,6 +5,7 @@ and not when `TUNED_KERNELS_COMPILED=0`. What is not offered is said once per bu
 
 from __future__ import annotations
 
+import contextlib
 import os
 import time
 from collections.abc import Callable, Collection, Sequence
@@ -16,7 +17,7 @@ from filelock import FileLock, Timeout
 
 from tuned_kernels import model
 from tuned_kernels.errors import TunedKernelsError, one_line
-from tuned_kernels.inductor_edge import graphs, placed_record, unloadable
+from tuned_kernels.inductor_edge import graphs, placed_record, source_key, unloadable
 
 if TYPE_CHECKING:  # the reader is imported when the registry loads, not before
     from tuned_kernels.registry.stats import Stats
@@ -72,6 +73,17 @@ def graph_files(
             if e.kernel.source_hash == ours.source_hash
         ]
     return offered
+
+
+def torch_keys(bundles: list[tuple[str, ResultsView]]) -> list[model.Entry]:
+    """The torch source hashes these (selected) bundles recorded for this torch (source_key.py)."""
+    ours = source_key.identity()
+    found: list[model.Entry] = []
+    for _, view in bundles:
+        if ours.source_hash in view.source_hashes(source_key.NAME):
+            with contextlib.suppress(TunedKernelsError):  # an unreadable entry: Inductor computes the hash
+                found += [e for e in view.entries_named(source_key.NAME) if e.kernel == ours]
+    return found
 
 
 def place_graphs(

@@ -12,7 +12,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from tuned_kernels.registry.forking import in_every_forked_child
-from tuned_kernels.registry.graph_files import GraphFile, graph_files
+from tuned_kernels.registry.graph_files import GraphFile, graph_files, torch_keys
 from tuned_kernels.registry.settings import Settings
 from tuned_kernels.registry.sinks import CaptureSink, OverlaySink, Sink
 from tuned_kernels.registry.sources import LoadedSources, say_left_out
@@ -65,6 +65,7 @@ class Loaded:
     sources: LoadedSources = field(default_factory=LoadedSources)
     store: cache_manager.ArtifactStore = field(default_factory=cache_manager.ArtifactStore)
     graphs: list[GraphFile] = field(default_factory=list)  # compiled torch.compile graphs offered here
+    torch_keys: list[model.Entry] = field(default_factory=list)  # Inductor's torch source hash, by wheel
     overlay_path: Path | None = None
     sink: Sink | None = None  # None: nothing is written
 
@@ -105,6 +106,7 @@ def load(settings: Settings, opened: OpenedBundles, on_problem: Problem) -> Load
     if settings.capture is None:
         selected = [(c.name, views[c.path]) for c in code if views[c.path] in sources.bundles]
         loaded.graphs = graph_files(selected, target, compiler, on_problem)
+        loaded.torch_keys = torch_keys(selected) if loaded.graphs else []
     capture = None if settings.capture is None else CaptureSink(settings.capture, header, on_problem)
     recorder = capture.keep_compiled if capture is not None and not interpreting() else None
     if len(store) or recorder is not None:

@@ -67,6 +67,11 @@ def _place_graphs() -> None:
     registry = installed_registry()
     if registry is not None:
         registry.place_graphs(inductor_cache_dir())
+        keys = registry.load().torch_keys
+        if keys:
+            from tuned_kernels.inductor_edge import source_key
+
+            source_key.serve_when_imported(keys)
 
 
 def _say_graph_compiled(doing: str) -> None:

@@ -24,7 +24,7 @@ import pytest
 
 from tests import factories
 from tuned_kernels import model
-from tuned_kernels.inductor_edge import autotune_cache, graphs
+from tuned_kernels.inductor_edge import autotune_cache, graphs, source_key
 from tuned_kernels.results import parse_cost, read_results, write_results
 from tuned_kernels.results.files import encode_results
 
@@ -100,6 +100,56 @@ def test_a_captured_graph_is_served_elsewhere_without_compiling(captured: Path, 
     compiled_here = {p.relative_to(served.cache).as_posix() for p in served.cache.glob("*/*.so")} - shipped
     assert compiled_here == set()  # every C++ object the graphs load came with them
     assert "torch.compile graphs: 2 found in Inductor's cache, 0 compiled here; bundle files" in served.stderr
+
+
+def with_torch_key(results: model.Results, wheel: str, key: str) -> model.Results:
+    """The bundle's recorded torch source hash replaced by `key`, recorded for `wheel`."""
+    entries = tuple(
+        dataclasses.replace(e, key=(wheel,), best=model.Config.of({"torch_key": key}))
+        if e.kernel == source_key.identity()
+        else e
+        for e in results.entries
+    )
+    return results.with_entries(entries)
+
+
+def test_inductors_torch_source_hash_is_taken_from_the_bundle_for_the_wheel_it_was_recorded_for(
+    captured: Path, tmp_path: Path
+) -> None:
+    """The capture records Inductor's hash of torch's sources for the wheel torch was installed from; a served
+    process installed from that wheel uses it (a recorded hash that differs makes every graph a miss), one
+    from another wheel computes its own (every graph found)."""
+    from torch._inductor.codecache import torch_key
+
+    wheel = source_key.installed_wheel(source_key.torch_package())
+    assert wheel is not None  # the test environment's torch is installed from a wheel
+    (recorded,) = [e for e in read_results(captured).entries if e.kernel == source_key.identity()]
+    assert recorded.key == (wheel,) and dict(recorded.best.kwargs) == {"torch_key": torch_key().hex()}
+    for name, for_wheel, found in [("this-wheel", wheel, 0), ("another-wheel", "0" * 64, 2)]:
+        bundle = tmp_path / f"{name}.pb.zst"
+        write_results(bundle, with_torch_key(read_results(captured), for_wheel, "ab" * 32))
+        served = run_app(tmp_path / name, bundle=bundle)
+        assert served.graphs["fxgraph_hits"] == found, (name, served.graphs)
+        assert served.warnings == [] if found else len(served.warnings) <= 1, served.warnings
+
+
+def test_a_torch_whose_files_changed_after_its_wheel_was_installed_has_no_recorded_hash(
+    tmp_path: Path,
+) -> None:
+    package = tmp_path / "site" / "torch"
+    (package / "_inductor").mkdir(parents=True)
+    (package / "_inductor" / "codecache.py").write_text("x = 1\n")
+    record = tmp_path / "site" / "torch-9.9.dist-info" / "RECORD"
+    record.parent.mkdir()
+    record.write_text("torch/_inductor/codecache.py,sha256=...,6\n")
+    os.utime(package / "_inductor" / "codecache.py", ns=(1, record.stat().st_mtime_ns - 1))
+    assert source_key.installed_wheel(package) == hashlib.sha256(record.read_bytes()).hexdigest()
+    os.utime(package / "_inductor" / "codecache.py", ns=(1, record.stat().st_mtime_ns + 1))  # edited in place
+    assert source_key.installed_wheel(package) is None
+    os.utime(package / "_inductor" / "codecache.py", ns=(1, record.stat().st_mtime_ns - 1))
+    (tmp_path / "site" / "torch-9.8.dist-info").mkdir()
+    shutil.copyfile(record, tmp_path / "site" / "torch-9.8.dist-info" / "RECORD")  # which one: neither
+    assert source_key.installed_wheel(package) is None
 
 
 def test_graphs_are_not_served_with_compiled_kernels_off(captured: Path, tmp_path: Path) -> None:
@@ -471,6 +521,26 @@ def test_a_coordinate_descent_winner_keeps_its_mark_when_it_comes_back_from_a_co
     assert getattr(back(winner), "found_by_coordesc", False) is True
     assert not getattr(back(plain), "found_by_coordesc", False)
     assert back(winner).kwargs == {"XBLOCK": 8} and back(winner).num_warps == 2
+
+
+def test_a_kernel_found_in_the_autotune_cache_runs_its_stored_config_alone(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """Inductor adds a halved-block copy of a register-heavy reduction's config after its look-up, and times
+    the two at the first call; a config read from the cache is served alone. A kernel that missed the cache
+    is scaled as Inductor does (here the stand-in has no device: Inductor's own scaling is reached and fails)."""
+    from torch._inductor.runtime.triton_heuristics import CachingAutotuner
+
+    monkeypatch.setattr(CachingAutotuner, "_dynamic_scale_rblock", CachingAutotuner._dynamic_scale_rblock)
+    autotune_cache.serve_a_hit_as_stored()
+
+    class Kernel:  # the attributes Inductor's scaling reads first are missing
+        def __init__(self, state: str) -> None:
+            self.autotune_cache_info = {"autotune_cache_state": state}
+
+    assert CachingAutotuner._dynamic_scale_rblock(Kernel("hit")) is None  # type: ignore[arg-type]
+    with pytest.raises(AttributeError):
+        CachingAutotuner._dynamic_scale_rblock(Kernel("miss"))  # type: ignore[arg-type]
 
 
 @pytest.fixture(scope="module")

@@ -209,13 +209,49 @@ class RealWork:
                 meta = getattr(owner, "inductor_meta", None) or {}
                 info = getattr(owner, "autotune_cache_info", None) or {}
                 kernel = meta.get("kernel_name", getattr(owner, "name", "?"))
-                launchers = len(getattr(owner, "launchers", []) or [])
+                launchers = [str(getattr(x, "config", "?")) for x in getattr(owner, "launchers", []) or []]
                 self.kernels.append(
-                    f"{name}:{kernel}:{launchers} launchers:{info.get('autotune_cache_state', '')}"
+                    f"{name}:{kernel}:{len(launchers)} launchers:{info.get('autotune_cache_state', '')}"
+                    f":{'|'.join(launchers)[:400]}"
                 )
             return original(*args, **kwargs)
 
         setattr(cls, method, counted)
+
+
+class Sampler:
+    """Diagnostics: the main thread's stack every millisecond (or when the sampling thread next gets the
+    interpreter), written as folded stacks with the microseconds since the look before: wall-clock time by
+    where it was spent, waits included."""
+
+    def __init__(self, path: str) -> None:
+        import collections
+        import threading
+
+        self.path, self.main = path, threading.get_ident()
+        self.stacks: collections.Counter[str] = collections.Counter()
+        self.done = threading.Event()
+        self.thread = threading.Thread(target=self._run, daemon=True)
+        self.thread.start()
+
+    def _run(self) -> None:
+        last = time.perf_counter()
+        while not self.done.wait(0.001):
+            now = time.perf_counter()
+            frame = sys._current_frames().get(self.main)
+            names = []
+            while frame is not None:
+                code = frame.f_code
+                names.append(f"{code.co_filename.rsplit('site-packages/', 1)[-1]}:{code.co_name}")
+                frame = frame.f_back
+            self.stacks[";".join(reversed(names))] += round((now - last) * 1e6)  # µs since the last look
+            last = now
+
+    def stop(self) -> None:
+        self.done.set()
+        self.thread.join()
+        with open(self.path, "w") as f:
+            f.writelines(f"{stack} {count}\n" for stack, count in self.stacks.most_common())
 
 
 def step(compiled: nn.Module, x: torch.Tensor, train: bool) -> torch.Tensor:
@@ -272,6 +308,9 @@ def main() -> None:
 
         profiler = cProfile.Profile()
         profiler.enable()
+    sampler = (
+        Sampler(os.environ["INDUCTOR_MODEL_SAMPLES"]) if os.environ.get("INDUCTOR_MODEL_SAMPLES") else None
+    )
     with torch.set_grad_enabled(train):
         t0 = time.perf_counter()
         out = first_call(compiled, x) if not train else step(compiled, x, train)
@@ -279,6 +318,8 @@ def main() -> None:
         first = time.perf_counter() - t0
         first_call_work = dict(real.counts)
         first_call_tuned = list(real.kernels)
+        if sampler is not None:
+            sampler.stop()
         if profile_path:
             profiler.disable()
             profiler.dump_stats(profile_path)

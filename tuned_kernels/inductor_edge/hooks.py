@@ -8,13 +8,16 @@ compiled graphs into its FX-graph and AOTAutograd caches (graphs.py).
 
 from __future__ import annotations
 
+import atexit
 import contextlib
+import os
 from collections.abc import Callable, Sequence
 from typing import Any
 
 from tuned_kernels import model
 from tuned_kernels.errors import one_line, warn
 from tuned_kernels.inductor_edge import unloadable
+from tuned_kernels.post_import import when_imported
 
 Stored = Callable[[model.KernelIdentity], Sequence[model.Entry]]  # the bundles' entries for a kernel
 PlaceGraphs = Callable[[], None]  # puts the bundles' compiled graphs into Inductor's cache directory
@@ -28,8 +31,6 @@ def install_when_imported(stored: Stored, place_graphs: PlaceGraphs = lambda: No
     a graph, so the bundles' compiled graphs are in its caches when it looks."""
     if not _watching[0]:
         _watching[0] = True
-        from tuned_kernels.post_import import when_imported
-
         when_imported("torch._inductor.config", lambda _: install(stored, place_graphs))
 
 
@@ -60,6 +61,17 @@ def install(stored: Stored = lambda _: (), place_graphs: PlaceGraphs = lambda: N
     _fill_autotune_cache(stored)
     place_graphs()
     _mend_autotune_cache_reads()
+    if os.environ.get("TUNED_KERNELS_CAPTURE"):
+        atexit.register(_record_torch_key_in_capture)
+
+
+def _record_torch_key_in_capture() -> None:
+    """Inside `capture`'s program: the torch source hash for its bundle (source_key.py)."""
+    from tuned_kernels.inductor_edge import autotune_cache, source_key
+
+    cache_dir = autotune_cache.inductor_cache_dir()
+    if cache_dir.name.startswith(autotune_cache.CAPTURING_PREFIX):  # not pytest --tuned-kernels-dump's
+        source_key.record_for_capture(cache_dir)
 
 
 def _fill_autotune_cache(stored: Stored) -> None:
@@ -87,6 +99,10 @@ def _mend_autotune_cache_reads() -> None:
         autotune_cache.keep_coordesc_mark_through_pickling()
     except (ImportError, AttributeError) as exc:  # an Inductor laid out otherwise tunes them again
         warn(f"cannot mend Inductor's autotune cache look-ups: {one_line(str(exc))}")
+    # not imported here: importing it while Inductor's config is being imported is circular (torch 2.11)
+    when_imported(
+        "torch._inductor.runtime.triton_heuristics", lambda _: autotune_cache.serve_a_hit_as_stored()
+    )
 
 
 def uninstall() -> None:

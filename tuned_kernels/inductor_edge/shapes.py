@@ -17,4 +17,9 @@ INDUCTOR_FINAL_CHOICES = (
           "the fusions into timed GEMMs are not kept; a served program may fuse otherwise"),
 )  # fmt: skip
 
-SHAPES = (INDUCTOR_GRAPH_LOAD, *INDUCTOR_FINAL_CHOICES)
+INDUCTOR_RBLOCK_SCALING = Shape(
+    "torch._inductor.runtime.triton_heuristics", "CachingAutotuner", ("_dynamic_scale_rblock",),
+    "a reduction kernel found in the autotune cache may be timed again at its first call",
+)  # fmt: skip
+
+SHAPES = (INDUCTOR_GRAPH_LOAD, *INDUCTOR_FINAL_CHOICES, INDUCTOR_RBLOCK_SCALING)
