@@ -162,12 +162,13 @@ def _warm_start(inductor_cache: Path) -> dict[str, str]:
 def _add_inductor_state(work: Path, inductor_cache: Path, seeded: dict[str, str]) -> None:
     """What Inductor left in its cache directory, into `work`: the configs it tuned (or found tuned) for the
     kernels it generated, and its compiled graphs (with their kernels)."""
-    from tuned_kernels.inductor_edge import autotune_cache, graphs, source_key, warm_start
+    from tuned_kernels.inductor_edge import autotune_cache, graphs, reduction_choices, source_key, warm_start
 
     header = _header()
     found, blobs = graphs.harvest(inductor_cache, graphs.files_target(header.target.arch))
     tuned = autotune_cache.harvest(inductor_cache, warm_start.used(inductor_cache, seeded))
-    entries = [*tuned, *found, *(source_key.harvest(inductor_cache) if found else [])]
+    choices = reduction_choices.harvest(inductor_cache)
+    entries = [*tuned, *choices, *found, *(source_key.harvest(inductor_cache) if found else [])]
     if entries:
         add_to_overlay(work, header, entries, blobs, None)
 

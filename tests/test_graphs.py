@@ -523,26 +523,6 @@ def test_a_coordinate_descent_winner_keeps_its_mark_when_it_comes_back_from_a_co
     assert back(winner).kwargs == {"XBLOCK": 8} and back(winner).num_warps == 2
 
 
-def test_a_kernel_found_in_the_autotune_cache_runs_its_stored_config_alone(
-    monkeypatch: pytest.MonkeyPatch,
-) -> None:
-    """Inductor adds a halved-block copy of a register-heavy reduction's config after its look-up, and times
-    the two at the first call; a config read from the cache is served alone. A kernel that missed the cache
-    is scaled as Inductor does (here the stand-in has no device: Inductor's own scaling is reached and fails)."""
-    from torch._inductor.runtime.triton_heuristics import CachingAutotuner
-
-    monkeypatch.setattr(CachingAutotuner, "_dynamic_scale_rblock", CachingAutotuner._dynamic_scale_rblock)
-    autotune_cache.serve_a_hit_as_stored()
-
-    class Kernel:  # the attributes Inductor's scaling reads first are missing
-        def __init__(self, state: str) -> None:
-            self.autotune_cache_info = {"autotune_cache_state": state}
-
-    assert CachingAutotuner._dynamic_scale_rblock(Kernel("hit")) is None  # type: ignore[arg-type]
-    with pytest.raises(AttributeError):
-        CachingAutotuner._dynamic_scale_rblock(Kernel("miss"))  # type: ignore[arg-type]
-
-
 @pytest.fixture(scope="module")
 def keys(tmp_path_factory: pytest.TempPathFactory) -> dict[str, tuple[bytes, str]]:
     """Two publishers' key pairs: the one the serving machine trusts, and another."""

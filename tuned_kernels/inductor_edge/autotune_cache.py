@@ -13,7 +13,7 @@ from __future__ import annotations
 import contextlib
 import json
 import os
-from collections.abc import Callable, Iterable
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -192,33 +192,6 @@ def keep_coordesc_mark_through_pickling() -> None:
 
     keeping_the_mark.mended = True  # type: ignore[attr-defined]
     Config.__setstate__ = keeping_the_mark
-
-
-def serve_a_hit_as_stored() -> None:
-    """A kernel whose config came from the autotune cache runs that config alone. Inductor adds, after the
-    look-up, a copy of a register-heavy reduction's config with its reduction block halved
-    (`_dynamic_scale_rblock`) and so times two configs at the first call; where the copy wins, by timing
-    noise, it then runs coordinate descent from it and writes that over the stored file. The stored config
-    already won against such copies when it was tuned. Other kernels are scaled as Inductor does."""
-    from torch._inductor.runtime.triton_heuristics import CachingAutotuner
-
-    from tuned_kernels.inductor_edge.shapes import INDUCTOR_RBLOCK_SCALING
-    from tuned_kernels.internals import holds
-
-    if not holds(INDUCTOR_RBLOCK_SCALING, CachingAutotuner):
-        return
-    scale: Callable[[Any], Any] = CachingAutotuner._dynamic_scale_rblock
-    if getattr(scale, "mended", False):
-        return
-
-    def scaled_unless_stored(self: Any) -> Any:
-        info = getattr(self, "autotune_cache_info", None)
-        if isinstance(info, dict) and info.get("autotune_cache_state") == "hit":
-            return None
-        return scale(self)
-
-    scaled_unless_stored.mended = True  # type: ignore[attr-defined]
-    CachingAutotuner._dynamic_scale_rblock = scaled_unless_stored  # type: ignore[method-assign]
 
 
 def mark_found_by_coordesc(best: Any, configs: Iterable[Any]) -> None:

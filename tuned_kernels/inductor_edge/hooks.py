@@ -16,7 +16,7 @@ from typing import Any
 
 from tuned_kernels import model
 from tuned_kernels.errors import one_line, warn
-from tuned_kernels.inductor_edge import unloadable
+from tuned_kernels.inductor_edge import reduction_choices, unloadable
 from tuned_kernels.post_import import when_imported
 
 Stored = Callable[[model.KernelIdentity], Sequence[model.Entry]]  # the bundles' entries for a kernel
@@ -59,6 +59,7 @@ def install(stored: Stored = lambda _: (), place_graphs: PlaceGraphs = lambda: N
             " by the program: Inductor's GEMM choices are not served"
         )
     _fill_autotune_cache(stored)
+    reduction_choices.serve(stored(reduction_choices.identity()))
     place_graphs()
     _mend_autotune_cache_reads()
     if os.environ.get("TUNED_KERNELS_CAPTURE"):
@@ -100,9 +101,7 @@ def _mend_autotune_cache_reads() -> None:
     except (ImportError, AttributeError) as exc:  # an Inductor laid out otherwise tunes them again
         warn(f"cannot mend Inductor's autotune cache look-ups: {one_line(str(exc))}")
     # not imported here: importing it while Inductor's config is being imported is circular (torch 2.11)
-    when_imported(
-        "torch._inductor.runtime.triton_heuristics", lambda _: autotune_cache.serve_a_hit_as_stored()
-    )
+    when_imported("torch._inductor.runtime.triton_heuristics", lambda _: reduction_choices.install())
 
 
 def uninstall() -> None:
