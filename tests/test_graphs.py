@@ -121,11 +121,11 @@ def test_inductors_torch_source_hash_is_taken_from_the_bundle_for_the_wheel_it_w
     from another wheel computes its own (every graph found)."""
     from torch._inductor.codecache import torch_key
 
-    wheel = source_key.installed_wheel(source_key.torch_package())
+    wheel = source_key.wheel_of(source_key.torch_package())
     assert wheel is not None  # the test environment's torch is installed from a wheel
     (recorded,) = [e for e in read_results(captured).entries if e.kernel == source_key.identity()]
-    assert recorded.key == (wheel,) and dict(recorded.best.kwargs) == {"torch_key": torch_key().hex()}
-    for name, for_wheel, found in [("this-wheel", wheel, 0), ("another-wheel", "0" * 64, 2)]:
+    assert recorded.key == (wheel.digest,) and dict(recorded.best.kwargs) == {"torch_key": torch_key().hex()}
+    for name, for_wheel, found in [("this-wheel", wheel.digest, 0), ("another-wheel", "0" * 64, 2)]:
         bundle = tmp_path / f"{name}.pb.zst"
         write_results(bundle, with_torch_key(read_results(captured), for_wheel, "ab" * 32))
         served = run_app(tmp_path / name, bundle=bundle)
@@ -133,23 +133,64 @@ def test_inductors_torch_source_hash_is_taken_from_the_bundle_for_the_wheel_it_w
         assert served.warnings == [] if found else len(served.warnings) <= 1, served.warnings
 
 
-def test_a_torch_whose_files_changed_after_its_wheel_was_installed_has_no_recorded_hash(
+def test_inductors_compile_workers_start_where_a_bundle_gives_the_torch_source_hash(
+    captured: Path, tmp_path: Path
+) -> None:
+    """Inductor hands its compile workers its hash; the bundle's is not set there too (the worker would
+    die setting it twice, and every graph Inductor compiles would wait for it)."""
+    script = (
+        "import os, torch._inductor.async_compile as a\n"
+        "print('WORKER', a.AsyncCompile.process_pool().submit(os.getpid).result(timeout=120))\n"
+    )
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("TUNED_KERNELS", "TORCHINDUCTOR"))}
+    env |= {"TUNED_KERNELS": "1", "TUNED_KERNELS_PATH": str(captured), "HOME": str(tmp_path),
+            "TORCHINDUCTOR_CACHE_DIR": str(tmp_path / "inductor"), "TORCHINDUCTOR_COMPILE_THREADS": "2",
+            "TUNED_KERNELS_CACHE_DIR": str(tmp_path / "overlay")}  # fmt: skip
+    done = subprocess.run(
+        [sys.executable, "-c", script], env=env, cwd=tmp_path, capture_output=True, text=True, timeout=180
+    )
+    assert done.returncode == 0 and "WORKER " in done.stdout, done.stderr[-3000:]
+
+
+def test_a_torch_whose_files_changed_since_its_wheel_was_installed_has_no_recorded_hash(
     tmp_path: Path,
 ) -> None:
-    package = tmp_path / "site" / "torch"
+    """A file edited, resized, removed or added, or a second RECORD: the hash is computed, not taken."""
+    site = tmp_path / "site"
+    package = site / "torch"
     (package / "_inductor").mkdir(parents=True)
-    (package / "_inductor" / "codecache.py").write_text("x = 1\n")
-    record = tmp_path / "site" / "torch-9.9.dist-info" / "RECORD"
+    source = package / "_inductor" / "codecache.py"
+    source.write_text("x = 1\n")
+    record = site / "torch-9.9.dist-info" / "RECORD"
     record.parent.mkdir()
-    record.write_text("torch/_inductor/codecache.py,sha256=...,6\n")
-    os.utime(package / "_inductor" / "codecache.py", ns=(1, record.stat().st_mtime_ns - 1))
-    assert source_key.installed_wheel(package) == hashlib.sha256(record.read_bytes()).hexdigest()
-    os.utime(package / "_inductor" / "codecache.py", ns=(1, record.stat().st_mtime_ns + 1))  # edited in place
-    assert source_key.installed_wheel(package) is None
-    os.utime(package / "_inductor" / "codecache.py", ns=(1, record.stat().st_mtime_ns - 1))
-    (tmp_path / "site" / "torch-9.8.dist-info").mkdir()
-    shutil.copyfile(record, tmp_path / "site" / "torch-9.8.dist-info" / "RECORD")  # which one: neither
-    assert source_key.installed_wheel(package) is None
+    lines = ["torch/_inductor/codecache.py,sha256=abc,6", "../../../bin/torchrun,sha256=def,200",
+             "torch/_inductor/__pycache__/codecache.cpython-311.pyc,,"]  # fmt: skip
+    record.write_text("\n".join(lines) + "\n")
+    before = record.stat().st_mtime_ns - 1
+    os.utime(source, ns=(1, before))
+    wheel = source_key.wheel_of(package)
+    assert wheel is not None and source_key.unchanged(package, wheel)
+    record.write_text("\n".join(lines[:1]) + "\n")  # another install's scripts and bytecode: the same wheel
+    os.utime(source, ns=(1, record.stat().st_mtime_ns - 1))
+    assert source_key.wheel_of(package) == dataclasses.replace(wheel, written_ns=record.stat().st_mtime_ns)
+    wheel = source_key.wheel_of(package)
+    assert wheel is not None
+    os.utime(source, ns=(1, wheel.written_ns + 1))  # edited in place
+    assert not source_key.unchanged(package, wheel)
+    source.write_text("x = 10\n")  # another size, its time put back
+    os.utime(source, ns=(1, wheel.written_ns - 1))
+    assert not source_key.unchanged(package, wheel)
+    source.write_text("x = 1\n")
+    os.utime(source, ns=(1, wheel.written_ns - 1))
+    (package / "extra.py").write_text("")  # added
+    os.utime(package / "extra.py", ns=(1, wheel.written_ns - 1))
+    assert not source_key.unchanged(package, wheel)
+    (package / "extra.py").unlink()
+    source.unlink()  # removed
+    assert not source_key.unchanged(package, wheel)
+    (site / "torch-9.8.dist-info").mkdir()
+    shutil.copyfile(record, site / "torch-9.8.dist-info" / "RECORD")  # which one: neither
+    assert source_key.wheel_of(package) is None
 
 
 def test_graphs_are_not_served_with_compiled_kernels_off(captured: Path, tmp_path: Path) -> None:

@@ -50,6 +50,7 @@ def inductor(monkeypatch: pytest.MonkeyPatch) -> dict[str, int]:
     def halve(self: Any) -> None:
         asked["halved"] += 1
         self.launchers.append(Launcher(HALVED))
+        self.compile_results.append(Compiled(HALVED))
 
     def time_them(self: Any, *args: Any, **kwargs: Any) -> None:
         asked["timed"] += len(self.launchers) > 1
@@ -58,7 +59,9 @@ def inductor(monkeypatch: pytest.MonkeyPatch) -> dict[str, int]:
     monkeypatch.setattr(CachingAutotuner, "_dynamic_scale_rblock", halve)
     monkeypatch.setattr(CachingAutotuner, "autotune_to_one_config", time_them)
     monkeypatch.setattr(reduction_choices, "_chosen", {})
+    monkeypatch.setattr(reduction_choices, "_serving", [False])
     reduction_choices.install()
+    reduction_choices.serve([])
     return asked
 
 
@@ -94,8 +97,17 @@ def test_a_single_config_kernel_runs_the_config_that_won_at_capture_timing_nothi
     inductor: dict[str, int], won: Config, halved: int
 ) -> None:
     chosen(won)
-    assert first_launch(Kernel("only 1 config")) == [won]
+    kernel = Kernel("only 1 config")
+    assert first_launch(kernel) == [won]
+    assert [result.config for result in kernel.compile_results] == [won]  # as Inductor's timing leaves it
     assert inductor == {"halved": halved, "timed": 0}  # the copy made only where it won
+
+
+def test_once_serving_stops_inductor_halves_and_times_as_it_does(inductor: dict[str, int]) -> None:
+    chosen(ORIGINAL)
+    reduction_choices.stop()
+    assert first_launch(Kernel("hit")) == [HALVED] and first_launch(Kernel("only 1 config")) == [HALVED]
+    assert inductor == {"halved": 2, "timed": 2}
 
 
 def test_a_capture_records_each_choice_and_its_bundle_serves_it(

@@ -46,6 +46,17 @@ def identity() -> model.KernelIdentity:
     return model.KernelIdentity(NAME, torch_source_hash())
 
 
+def plausible_block(key: str, value: Any) -> bool:
+    """A block size Inductor could have chosen: a power of two."""
+    return matches(BLOCK, key) and type(value) is int and 1 <= value <= 1 << 16 and value & (value - 1) == 0
+
+
+def plausible_count(key: str, value: Any) -> bool:
+    """Warps, stages or a time in the range Inductor writes them."""
+    low, high = COUNTS[key]
+    return type(value) is int and low <= value <= high
+
+
 def is_plausible(data: Any) -> bool:
     """The fields Inductor writes, with values it could have chosen (block sizes powers of two)."""
     if not isinstance(data, dict) or not isinstance(data.get("configs_hash"), str):
@@ -54,10 +65,9 @@ def is_plausible(data: Any) -> bool:
         if key == "configs_hash":
             ok = matches(HEX_HASH, value)
         elif matches(BLOCK, key):
-            ok = type(value) is int and 1 <= value <= 1 << 16 and value & (value - 1) == 0
+            ok = plausible_block(key, value)
         elif key in COUNTS:
-            low, high = COUNTS[key]
-            ok = type(value) is int and low <= value <= high
+            ok = plausible_count(key, value)
         else:
             types = OPTIONAL.get(key, ())
             ok = isinstance(value, types) and not (bool not in types and isinstance(value, bool))
@@ -156,11 +166,23 @@ def mend_read_best() -> None:
     AutotuneCache.read_best = mended_read_best  # type: ignore[method-assign]
 
 
+def capturing_into(cache_dir: Path) -> bool:
+    """Whether this is `capture`'s program and `cache_dir` the private Inductor cache directory it was given
+    (not pytest --tuned-kernels-dump's, which keeps the user's cache)."""
+    return bool(os.environ.get("TUNED_KERNELS_CAPTURE")) and cache_dir.name.startswith(CAPTURING_PREFIX)
+
+
+def capturing_cache_dir() -> Path | None:
+    """Inside `capture`'s program: the private Inductor cache directory it was given; else None."""
+    cache_dir = inductor_cache_dir()
+    return cache_dir if capturing_into(cache_dir) else None
+
+
 def record_read(path: str, cache_dir: Path) -> None:
     """Inside a capture: notes that the program's Inductor read the `.best_config` at `path` (a look-up
     that found it), for the capture to ship it (warm_start.py). Outside one, nothing."""
-    if not os.environ.get("TUNED_KERNELS_CAPTURE") or not cache_dir.name.startswith(CAPTURING_PREFIX):
-        return  # not `capture`'s own folder (pytest --tuned-kernels-dump keeps the user's cache)
+    if not capturing_into(cache_dir):
+        return
     relative = f"{Path(path).parent.name}/{Path(path).name}"
     if matches(RELATIVE_PATH, relative) and Path(path).parent.parent.resolve() == cache_dir.resolve():
         with contextlib.suppress(OSError), open(cache_dir / READS, "a") as reads:
@@ -204,7 +226,9 @@ def mark_found_by_coordesc(best: Any, configs: Iterable[Any]) -> None:
 
 
 def launch_of(config: Any) -> tuple[Any, ...]:
-    return (sorted(config.kwargs.items()), config.num_warps, config.num_stages)
+    """A config's block sizes, warps and stages, as Inductor compares configs (Triton's or a stored one)."""
+    kwargs = config.kwargs.items() if isinstance(config.kwargs, dict) else config.kwargs
+    return (sorted(kwargs), config.num_warps, config.num_stages)
 
 
 def relocated(path: str, cache_dir: Path) -> str:

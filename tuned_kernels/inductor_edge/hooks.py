@@ -63,16 +63,9 @@ def install(stored: Stored = lambda _: (), place_graphs: PlaceGraphs = lambda: N
     place_graphs()
     _mend_autotune_cache_reads()
     if os.environ.get("TUNED_KERNELS_CAPTURE"):
-        atexit.register(_record_torch_key_in_capture)
+        from tuned_kernels.inductor_edge import source_key
 
-
-def _record_torch_key_in_capture() -> None:
-    """Inside `capture`'s program: the torch source hash for its bundle (source_key.py)."""
-    from tuned_kernels.inductor_edge import autotune_cache, source_key
-
-    cache_dir = autotune_cache.inductor_cache_dir()
-    if cache_dir.name.startswith(autotune_cache.CAPTURING_PREFIX):  # not pytest --tuned-kernels-dump's
-        source_key.record_for_capture(cache_dir)
+        atexit.register(source_key.record_for_capture)
 
 
 def _fill_autotune_cache(stored: Stored) -> None:
@@ -109,6 +102,7 @@ def uninstall() -> None:
 
     _watching[0] = False
     unloadable.stop_watching()
+    reduction_choices.stop()
     config = sys.modules.get("torch._inductor.config")
     if config is not None and getattr(config, "inductor_choices_class", None) is tuned_choices:
         config.inductor_choices_class = None  # type: ignore[attr-defined]

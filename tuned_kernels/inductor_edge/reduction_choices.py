@@ -15,13 +15,17 @@ from __future__ import annotations
 
 import contextlib
 import json
-import os
 from collections.abc import Callable, Iterable
 from pathlib import Path
 from typing import Any
 
 from tuned_kernels import model
-from tuned_kernels.inductor_edge.autotune_cache import BLOCK, CAPTURING_PREFIX, COUNTS, inductor_cache_dir
+from tuned_kernels.inductor_edge.autotune_cache import (
+    capturing_cache_dir,
+    launch_of,
+    plausible_block,
+    plausible_count,
+)
 from tuned_kernels.inductor_edge.keys import PREFIX, torch_source_hash
 from tuned_kernels.whole_match import matches, whole
 
@@ -33,16 +37,11 @@ HIT, ONE_CONFIG = "hit", "only 1 config"  # Inductor's autotune-cache states
 Launch = tuple[Any, ...]  # block sizes, warps and stages, as Inductor compares configs
 
 _chosen: dict[str, Launch] = {}  # the bundles' choices by kernel module
+_serving = [False]  # between `serve` and `stop`: the patches act only then
 
 
 def identity() -> model.KernelIdentity:
     return model.KernelIdentity(NAME, torch_source_hash())
-
-
-def launch_of(config: Any) -> Launch:
-    """A Triton config's block sizes, warps and stages (a stored `model.Config` gives the same)."""
-    kwargs = config.kwargs.items() if isinstance(config.kwargs, dict) else config.kwargs
-    return (sorted(kwargs), config.num_warps, config.num_stages)
 
 
 def module_of(kernel: Any) -> str:
@@ -54,21 +53,27 @@ def state_of(kernel: Any) -> str | None:
     return info.get("autotune_cache_state") if isinstance(info, dict) else None
 
 
+def choice_of(module: object, config: Any) -> dict[str, Any]:
+    """A choice as capture writes it (a Triton config or a stored one)."""
+    blocks = dict(config.kwargs.items() if isinstance(config.kwargs, dict) else config.kwargs)
+    return {
+        "module": module,
+        "blocks": blocks,
+        "num_warps": config.num_warps,
+        "num_stages": config.num_stages,
+    }
+
+
 def plausible(choice: Any) -> bool:
-    """A choice as capture writes it: block sizes that are powers of two, warps and stages in range."""
+    """A choice Inductor could have made: block sizes that are powers of two, warps and stages in range."""
     if not isinstance(choice, dict) or not matches(MODULE, choice.get("module")):
         return False
-    blocks, launch = choice.get("blocks"), (choice.get("num_warps"), choice.get("num_stages"))
-    if not isinstance(blocks, dict) or not blocks:
-        return False
-    for key, value in blocks.items():
-        if not (
-            matches(BLOCK, key) and type(value) is int and 1 <= value <= 1 << 16 and not value & (value - 1)
-        ):
-            return False
-    return all(
-        type(n) is int and COUNTS[name][0] <= n <= COUNTS[name][1]
-        for name, n in zip(("num_warps", "num_stages"), launch, strict=True)
+    blocks = choice.get("blocks")
+    return (
+        isinstance(blocks, dict)
+        and bool(blocks)
+        and all(plausible_block(key, value) for key, value in blocks.items())
+        and all(plausible_count(key, choice.get(key)) for key in ("num_warps", "num_stages"))
     )
 
 
@@ -84,9 +89,8 @@ def harvest(cache_dir: Path) -> list[model.Entry]:
         with contextlib.suppress(ValueError):
             choice = json.loads(line)
             if plausible(choice):
-                chosen[choice["module"]] = model.Config.of(
-                    choice["blocks"], num_warps=choice["num_warps"], num_stages=choice["num_stages"]
-                )
+                launch = {"num_warps": choice["num_warps"], "num_stages": choice["num_stages"]}
+                chosen[choice["module"]] = model.Config.of(choice["blocks"], **launch)
     return [
         model.Entry(identity(), (module,), config, found_by=model.FoundBy.CAPTURED)
         for module, config in sorted(chosen.items())
@@ -94,19 +98,24 @@ def harvest(cache_dir: Path) -> list[model.Entry]:
 
 
 def serve(entries: Iterable[model.Entry]) -> None:
-    """From now on the single-config kernels these entries name run the config that won at capture."""
+    """From now on a kernel found in the autotune cache runs alone, and the single-config kernels these
+    entries name run the config that won at capture."""
     _chosen.clear()
+    _serving[0] = True
     for entry in entries:
-        config = entry.best
-        blocks = dict(config.kwargs)
-        choice = {"module": entry.key[0] if len(entry.key) == 1 else None, "blocks": blocks,
-                  "num_warps": config.num_warps, "num_stages": config.num_stages}  # fmt: skip
+        choice = choice_of(entry.key[0] if len(entry.key) == 1 else None, entry.best)
         if plausible(choice):
-            _chosen[str(choice["module"])] = launch_of(config)
+            _chosen[str(choice["module"])] = launch_of(entry.best)
+
+
+def stop() -> None:
+    """Inductor halves and times as it does without tuned-kernels."""
+    _chosen.clear()
+    _serving[0] = False
 
 
 def install() -> None:
-    """Patches Inductor's halving of a reduction's block (served: the choice above) and its timing of a
+    """Patches Inductor's halving of a reduction's block (served: the choices above) and its timing of a
     kernel's configs (in a capture: the choice recorded), where its autotuner is laid out as expected."""
     from torch._inductor.runtime.triton_heuristics import CachingAutotuner
 
@@ -122,12 +131,11 @@ def install() -> None:
 
     def scaled_as_chosen(self: Any) -> Any:
         state, chosen = state_of(self), _chosen.get(module_of(self))
-        if state == HIT or (state == ONE_CONFIG and chosen == _first_launch(self)):
+        if _serving[0] and (state == HIT or (state == ONE_CONFIG and chosen == _first_launch(self))):
             return None  # the one config it has runs alone
         result = scale(self)
-        if state == ONE_CONFIG and chosen is not None:
-            winners = [launcher for launcher in self.launchers if launch_of(launcher.config) == chosen]
-            self.launchers = winners if len(winners) == 1 else self.launchers
+        if _serving[0] and state == ONE_CONFIG and chosen is not None:
+            _keep_only(self, chosen)
         return result
 
     def timed_and_recorded(self: Any, *args: Any, **kwargs: Any) -> Any:
@@ -142,6 +150,20 @@ def install() -> None:
     CachingAutotuner.autotune_to_one_config = timed_and_recorded  # type: ignore[method-assign]
 
 
+def _keep_only(kernel: Any, chosen: Launch) -> None:
+    """The kernel's launcher and compiled config of the chosen launch alone, as Inductor's timing leaves
+    them (the other's module released where Inductor has a way to)."""
+    winners = [launcher for launcher in kernel.launchers if launch_of(launcher.config) == chosen]
+    if len(winners) != 1:
+        return  # not the configs the capture chose between: timed as Inductor does
+    release = getattr(kernel, "_release_static_launchers_except", None)
+    if callable(release):
+        release(winners[0])
+    kernel.launchers = winners
+    compiled = [result for result in kernel.compile_results if launch_of(result.config) == chosen]
+    kernel.compile_results = compiled if len(compiled) == 1 else kernel.compile_results
+
+
 def _first_launch(kernel: Any) -> Launch | None:
     results = getattr(kernel, "compile_results", None) or []
     return launch_of(results[0].config) if len(results) == 1 else None
@@ -149,16 +171,8 @@ def _first_launch(kernel: Any) -> Launch | None:
 
 def record(module: str, config: Any) -> None:
     """Inside a capture: the config that won for a single-config kernel, for the capture to ship."""
-    cache_dir = inductor_cache_dir()
-    if not os.environ.get("TUNED_KERNELS_CAPTURE") or not cache_dir.name.startswith(CAPTURING_PREFIX):
-        return
-    blocks = dict(config.kwargs)
-    choice = {
-        "module": module,
-        "blocks": blocks,
-        "num_warps": config.num_warps,
-        "num_stages": config.num_stages,
-    }
-    if plausible(choice):
+    cache_dir = capturing_cache_dir()
+    choice = choice_of(module, config)
+    if cache_dir is not None and plausible(choice):
         with open(cache_dir / CHOICES, "a") as choices:  # one short append a line: writers do not mix
             choices.write(json.dumps(choice) + "\n")

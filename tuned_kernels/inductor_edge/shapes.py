@@ -21,6 +21,7 @@ INDUCTOR_RBLOCK_SCALING = Shape(
     "torch._inductor.runtime.triton_heuristics", "CachingAutotuner",
     ("_dynamic_scale_rblock", "autotune_to_one_config"),
     "a reduction kernel's halved-block copy is timed at each first call, as without a bundle",
+    calls=("precompile", "_dynamic_scale_rblock"),
 )  # fmt: skip
 
 SHAPES = (INDUCTOR_GRAPH_LOAD, *INDUCTOR_FINAL_CHOICES, INDUCTOR_RBLOCK_SCALING)

@@ -1,12 +1,14 @@
 """Inductor keys each of its cache look-ups with a hash of the installed torch's source files (`torch_key`):
 every process reads and hashes them all at its first torch.compile'd call (some 2,300 files: 0.1 s on an
-H200 machine with torch 2.11, served or not). A capture records that hash beside the digest of the file list
-of the wheel torch was installed from (its dist-info RECORD, which holds every file's sha256). A served
-process whose torch was installed from the same wheel, none of its files changed since (none newer than that
-list), takes the hash from the bundle instead of computing it.
+H200 machine with torch 2.11, served or not). A capture records that hash beside a digest of the wheel torch
+was installed from: the sha256 of every torch file its RECORD lists (the lines with a hash, sorted: the
+install's own paths and bytecode left out). A served process whose torch was installed from the same wheel,
+its files unchanged since (each source file of the size RECORD gives, none missing, none added, none newer
+than RECORD), takes the hash from the bundle instead of computing it.
 
 Only from a bundle whose code is served: the hash decides which cached graphs Inductor loads. A torch
-installed from source, in editable mode or by another installer (no RECORD beside it) computes it as usual.
+installed from source, in editable mode or by another installer (no RECORD beside it) computes it as usual,
+and so do Inductor's compile workers (their parent hands them its hash).
 """
 
 from __future__ import annotations
@@ -15,10 +17,13 @@ import contextlib
 import hashlib
 import json
 import os
+import sys
 from collections.abc import Iterable
+from dataclasses import dataclass
 from pathlib import Path
 
 from tuned_kernels import model
+from tuned_kernels.inductor_edge.autotune_cache import capturing_cache_dir
 from tuned_kernels.inductor_edge.keys import PREFIX, torch_source_hash
 from tuned_kernels.whole_match import matches, whole
 
@@ -28,15 +33,23 @@ MAX_RECORD_BYTES = 16 << 20
 MAX_FILES_LOOKED_AT = 50_000
 HEX_256 = whole(r"[0-9a-f]{64}")
 SOURCES = (".py", ".so", ".cpp", ".ld")  # what torch_key reads: modules (Python and extension) and two files
+COMPILE_WORKER = ("_inductor", "compile_worker", "__main__.py")
+
+
+@dataclass(frozen=True)
+class Wheel:
+    digest: str  # sha256 of the sorted lines of RECORD that give a torch file's hash
+    sizes: dict[str, int]  # each source file's size by its path under the package, as RECORD gives it
+    written_ns: int  # when RECORD was written
 
 
 def identity() -> model.KernelIdentity:
     return model.KernelIdentity(NAME, torch_source_hash())
 
 
-def installed_wheel(package: Path) -> str | None:
-    """The sha256 of the RECORD of the wheel the torch package at `package` was installed from, where none of
-    its files is newer than that RECORD; None otherwise (no single RECORD beside it, or a file changed)."""
+def wheel_of(package: Path) -> Wheel | None:
+    """What the RECORD of the wheel the package at `package` was installed from says (None: no single
+    RECORD beside it, or one unreadable)."""
     records = list(package.parent.glob(f"{package.name}-*.dist-info/RECORD"))
     if len(records) != 1:
         return None
@@ -46,34 +59,46 @@ def installed_wheel(package: Path) -> str | None:
             data = f.read(MAX_RECORD_BYTES + 1)
     except OSError:
         return None
-    if len(data) > MAX_RECORD_BYTES or _changed_since(package, written):
+    if len(data) > MAX_RECORD_BYTES:
         return None
-    return hashlib.sha256(data).hexdigest()
+    hashed, sizes = [], {}
+    for line in data.decode(errors="replace").splitlines():
+        path, _, rest = line.partition(",")
+        digest, _, size = rest.partition(",")
+        if path.startswith(f"{package.name}/") and digest.startswith("sha256="):
+            hashed.append(line)
+            if path.endswith(SOURCES) and size.isdecimal():
+                sizes[path[len(package.name) + 1 :]] = int(size)
+    if not hashed:
+        return None
+    return Wheel(hashlib.sha256("\n".join(sorted(hashed)).encode()).hexdigest(), sizes, written)
 
 
-def _changed_since(package: Path, written_ns: int) -> bool:
-    """Whether a source file under `package` was written after `written_ns` (or there are too many to look
-    at): a stat of each, no read."""
-    looked_at = 0
-    folders = [str(package)]
+def unchanged(package: Path, wheel: Wheel) -> bool:
+    """Whether the package's source files are those RECORD lists, at its sizes, none written after it: a
+    stat of each, no read."""
+    seen, looked_at = 0, 0
+    folders = [package]
     while folders:
+        folder = folders.pop()
         try:
-            with os.scandir(folders.pop()) as found:
+            with os.scandir(folder) as found:
                 for item in found:
                     looked_at += 1
                     if looked_at > MAX_FILES_LOOKED_AT:
-                        return True
+                        return False
                     if item.is_dir(follow_symlinks=False):
                         if item.name != "__pycache__":
-                            folders.append(item.path)
-                    elif (
-                        item.name.endswith(SOURCES)
-                        and item.stat(follow_symlinks=False).st_mtime_ns > written_ns
-                    ):
-                        return True
+                            folders.append(Path(item.path))
+                    elif item.name.endswith(SOURCES):
+                        info = item.stat(follow_symlinks=False)
+                        relative = Path(item.path).relative_to(package).as_posix()
+                        if wheel.sizes.get(relative) != info.st_size or info.st_mtime_ns > wheel.written_ns:
+                            return False
+                        seen += 1
         except OSError:
-            return True
-    return False
+            return False
+    return seen == len(wheel.sizes)
 
 
 def torch_package() -> Path:
@@ -82,16 +107,29 @@ def torch_package() -> Path:
     return Path(torch.__file__).parent
 
 
-def record_for_capture(cache_dir: Path) -> None:
+def in_compile_worker() -> bool:
+    """Whether this process is Inductor's compile-worker pool (started as its script's path)."""
+    main = str(getattr(sys.modules.get("__main__"), "__file__", "") or "")
+    return Path(main).parts[-3:] == COMPILE_WORKER
+
+
+def record_for_capture() -> None:
     """Inside a capture, as its program ends: this wheel's digest and Inductor's `torch_key`, into the
     capture's cache directory for `harvest`. Nothing where torch was not installed from a wheel."""
-    wheel = installed_wheel(torch_package())
-    if wheel is None:
+    cache_dir = capturing_cache_dir()
+    if cache_dir is None or in_compile_worker():
+        return
+    package = torch_package()
+    wheel = wheel_of(package)
+    if wheel is None or not unchanged(package, wheel):
         return
     from torch._inductor.codecache import torch_key
 
+    from tuned_kernels.results.files import write_atomic
+
+    recorded = {"wheel": wheel.digest, "torch_key": torch_key().hex()}
     with contextlib.suppress(OSError):
-        (cache_dir / CAPTURED).write_text(json.dumps({"wheel": wheel, "torch_key": torch_key().hex()}))
+        write_atomic(cache_dir / CAPTURED, json.dumps(recorded).encode())
 
 
 def harvest(cache_dir: Path) -> list[model.Entry]:
@@ -100,12 +138,8 @@ def harvest(cache_dir: Path) -> list[model.Entry]:
         recorded = json.loads((cache_dir / CAPTURED).read_text())
     except (OSError, ValueError):
         return []
-    if not isinstance(recorded, dict):
-        return []
-    wheel, key = recorded.get("wheel"), recorded.get("torch_key")
-    if not (
-        isinstance(wheel, str) and isinstance(key, str) and matches(HEX_256, wheel) and matches(HEX_256, key)
-    ):
+    wheel, key = (recorded.get(k) if isinstance(recorded, dict) else None for k in ("wheel", "torch_key"))
+    if not (matches(HEX_256, wheel) and matches(HEX_256, key)):
         return []
     config = model.Config.of({"torch_key": key})
     return [model.Entry(identity(), (wheel,), config, found_by=model.FoundBy.CAPTURED)]
@@ -113,23 +147,25 @@ def harvest(cache_dir: Path) -> list[model.Entry]:
 
 def serve(entries: Iterable[model.Entry]) -> None:
     """Sets Inductor's `torch_key` from the entry for the wheel torch is installed from, if one is among
-    `entries` and Inductor has not computed it yet."""
+    `entries`, torch's files are unchanged and Inductor has not computed it yet (not in its compile workers:
+    they are handed it)."""
     offered = {}
     for entry in entries:
         key = dict(entry.best.kwargs).get("torch_key")
-        if len(entry.key) == 1 and isinstance(key, str) and matches(HEX_256, key):
-            offered[entry.key[0]] = key
-    wheel = installed_wheel(torch_package()) if offered else None
-    value = offered.get(wheel) if wheel is not None else None
-    if value is None:
+        if len(entry.key) == 1 and matches(HEX_256, key):
+            offered[entry.key[0]] = str(key)
+    if not offered or in_compile_worker():
+        return
+    package = torch_package()
+    wheel = wheel_of(package)
+    value = offered.get(wheel.digest) if wheel is not None else None
+    if wheel is None or value is None or not unchanged(package, wheel):
         return
     from torch._inductor.codecache import torch_key
 
     setter = getattr(torch_key, "set", None)
-    if callable(setter):
-        with contextlib.suppress(
-            AssertionError, RuntimeError
-        ):  # computed already (2.11 asserts, later raises)
+    with contextlib.suppress(AssertionError, RuntimeError):  # computed already: 2.11 asserts, later raises
+        if callable(setter):
             setter(bytes.fromhex(value))
 
 
