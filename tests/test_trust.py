@@ -9,6 +9,8 @@ from pathlib import Path
 
 import pytest
 
+from tests import factories
+from tuned_kernels.results import open_results, write_results
 from tuned_kernels.results.provenance import provenance_of
 from tuned_kernels.trust import Origin, Provenance, why_no_code
 
@@ -69,3 +71,27 @@ def test_a_file_another_user_owns_serves_no_code(tmp_path: Path) -> None:
     os.chown(bundle, 12345, -1)
     why = why_no_code(provenance_of(bundle, packaged=False, digest=None))
     assert why is not None and "another user (uid 12345)" in why
+
+
+@pytest.mark.parametrize("swapped", ["file", "link"])
+def test_a_file_swapped_between_its_read_and_its_check_serves_no_code(tmp_path: Path, swapped: str) -> None:
+    """The check names the file whose bytes were read: where the path names another file by then (a file
+    moved over it, a link turned elsewhere), the bytes served are not those of the file checked."""
+    private = tmp_path / "private"
+    private.mkdir(mode=0o700)
+    for name in ("read", "checked"):
+        write_results(private / f"{name}.pb.zst", factories.results(factories.entry()))
+    path = private / "app.pb.zst"
+    if swapped == "link":
+        path.symlink_to(private / "read.pb.zst")
+    else:
+        os.replace(private / "read.pb.zst", path)
+    view = open_results(path)
+    assert why_no_code(provenance_of(path, packaged=False, digest=None, read_from=view.read_from)) is None
+    if swapped == "link":
+        path.unlink()
+        path.symlink_to(private / "checked.pb.zst")
+    else:
+        os.replace(private / "checked.pb.zst", path)
+    why = why_no_code(provenance_of(path, packaged=False, digest=None, read_from=view.read_from))
+    assert why is not None and "replaced while it was read" in why

@@ -94,7 +94,9 @@ def open_installed() -> OpenedBundles:
             continue
         views[str(bundle.path)] = view
         found.append((bundle.source, str(bundle.path)))
-        provenance[str(bundle.path)] = provenance_of(bundle.path, bundle.packaged, view.digest)
+        provenance[str(bundle.path)] = provenance_of(
+            bundle.path, bundle.packaged, view.digest, view.read_from
+        )
     problems = [*discovered.problems, *lock_problems]
     if unlocked:
         more = f" and {len(unlocked) - 1} more" if len(unlocked) > 1 else ""

@@ -112,10 +112,13 @@ def open_results(path: str | os.PathLike[str], digest: bool = False) -> ResultsV
     name = os.fspath(path)
     fmt = format_for(name)  # an unknown extension fails before any I/O
     if fmt.text and not fmt.compressed:  # its size is checked before a byte is read
-        raw = read_regular_file(name, MAX_TEXT_BYTES, "text larger than the {limit}-byte limit: use .pb.zst")
+        raw, info = _read_regular(
+            name, MAX_TEXT_BYTES, "text larger than the {limit}-byte limit: use .pb.zst"
+        )
     else:
-        raw = read_regular_file(name, MAX_DECODED_BYTES)
+        raw, info = _read_regular(name, MAX_DECODED_BYTES)
     view = ResultsView(_decode_message(raw, name, read_budget(len(raw))), name)
+    view.read_from = (info.st_dev, info.st_ino)
     if digest:
         view.digest = (len(raw), hashlib.sha256(raw).hexdigest())
     return view
@@ -126,6 +129,13 @@ def read_regular_file(
 ) -> bytes:
     """The bytes of `name` if it is a regular file of at most `max_bytes`: checked before reading, and
     opened without blocking, so a FIFO, device or directory is refused instead of hanging the program."""
+    return _read_regular(name, max_bytes, too_large)[0]
+
+
+def _read_regular(
+    name: str, max_bytes: int, too_large: str = "larger than the {limit}-byte limit ({size} bytes)"
+) -> tuple[bytes, os.stat_result]:
+    """`read_regular_file`'s bytes, and the status of the very file they were read from."""
     try:
         fd = os.open(name, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_CLOEXEC", 0))
     except OSError as exc:
@@ -145,7 +155,7 @@ def read_regular_file(
             raise ResultsFormatError(name, exc.strerror or str(exc)) from None
     if len(raw) > max_bytes:  # it grew while we read
         raise ResultsFormatError(name, f"larger than the {max_bytes}-byte limit")
-    return raw
+    return raw, info
 
 
 def write_results(path: str | os.PathLike[str], results: model.Results) -> None:

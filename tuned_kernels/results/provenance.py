@@ -19,13 +19,17 @@ from tuned_kernels.trust import Origin, Provenance
 _OTHERS_WRITE = stat.S_IWGRP | stat.S_IWOTH
 
 
-def provenance_of(path: Path, packaged: bool, digest: tuple[int, str] | None) -> Provenance:
+def provenance_of(
+    path: Path, packaged: bool, digest: tuple[int, str] | None, read_from: tuple[int, int] | None = None
+) -> Provenance:
     """`digest`: the size and sha256 of the bytes served from `path`, hashed as they were read where a
-    signature was beside the file then (None: there was none, and one that appeared since does not hold)."""
+    signature was beside the file then (None: there was none, and one that appeared since does not hold).
+    `read_from`: the device and inode of the file they were read from: the file checked must be that one
+    (a link or file swapped between the read and the check is not the file checked)."""
     signer, signature_problem = signature_of(path, digest or "read without one")
     if packaged:
         return Provenance(Origin.PACKAGE, None, signer, signature_problem)
-    problem = _writable_by_others(path)
+    problem = _writable_by_others(path, read_from)
     origin = Origin.PRIVATE_FILE if problem is None else Origin.SHARED_FILE
     return Provenance(origin, problem, signer, signature_problem)
 
@@ -54,14 +58,17 @@ def signature_of(path: Path, digest: tuple[int, str] | str | None = None) -> tup
     return (signature.key, None) if why is None else (None, why)
 
 
-def _writable_by_others(path: Path) -> str | None:
-    """Why someone other than this user or root could change what `path` holds, or None."""
+def _writable_by_others(path: Path, read_from: tuple[int, int] | None = None) -> str | None:
+    """Why someone other than this user or root could change what `path` holds (or did, while it was read
+    from `read_from`), or None."""
     me = os.getuid() if hasattr(os, "getuid") else None
     try:
         real = Path(os.path.realpath(path))
         checked = [real, *real.parents]
         for place in checked:
             info = os.stat(place)
+            if place == real and read_from is not None and (info.st_dev, info.st_ino) != read_from:
+                return f"{one_line(str(path), 120)} was replaced while it was read"
             is_folder = stat.S_ISDIR(info.st_mode)
             if me is not None and info.st_uid not in (me, 0):
                 return f"{one_line(str(place), 120)} belongs to another user (uid {info.st_uid})"

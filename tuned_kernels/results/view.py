@@ -37,6 +37,7 @@ class ResultsView:
         self._results: model.Results | None = None
         self.left_out: dict[int, str] = {}  # entries that cannot be decoded, by position: why (never served)
         self.digest: tuple[int, str] | None = None  # size and sha256 of the bytes read, where asked for
+        self.read_from: tuple[int, int] | None = None  # the device and inode of the file they were read from
 
     def __len__(self) -> int:
         return len(self._stored)
