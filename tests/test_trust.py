@@ -4,6 +4,7 @@ files and folders with real permission bits."""
 
 from __future__ import annotations
 
+import dataclasses
 import os
 from pathlib import Path
 
@@ -95,3 +96,45 @@ def test_a_file_swapped_between_its_read_and_its_check_serves_no_code(tmp_path: 
         os.replace(private / "checked.pb.zst", path)
     why = why_no_code(provenance_of(path, packaged=False, digest=None, read_from=view.read_from))
     assert why is not None and "replaced while it was read" in why
+
+
+def _signed_build(path: Path, built_at: str, private_key: bytes) -> None:
+    """A results file built at `built_at`, signed beside it."""
+    from tuned_kernels.results.digests import digest_of
+    from tuned_kernels.signing import SUFFIX, sign
+
+    results = factories.results(factories.entry())
+    write_results(
+        path, dataclasses.replace(results, header=dataclasses.replace(results.header, created_at=built_at))
+    )
+    Path(f"{path}{SUFFIX}").write_text(sign(path.name, *digest_of(path), private_key).to_json())
+
+
+def test_an_older_build_signed_by_the_same_key_than_one_served_here_runs_no_code(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Someone who can replace a signed file puts back an older build its publisher signed: its code is not
+    run. Newer builds, other names and other publishers are not held back by it."""
+    from tuned_kernels.results.digests import digest_of
+    from tuned_kernels.signing import new_key_pair
+
+    monkeypatch.setenv("TUNED_KERNELS_CACHE_DIR", str(tmp_path / "cache"))
+    folder = tmp_path / "bundles"
+    folder.mkdir(mode=0o700)
+    publisher, other = new_key_pair()[0], new_key_pair()[0]
+
+    def why(name: str, built_at: str, key: bytes = publisher) -> str | None:
+        path = folder / name
+        _signed_build(path, built_at, key)
+        provenance = provenance_of(path, packaged=False, digest=digest_of(path), built_at=built_at)
+        return why_no_code(provenance)
+
+    assert why("app.pb.zst", "2026-11-20T12:00:00Z") is None
+    rolled_back = why("app.pb.zst", "2026-11-10T12:00:00Z")
+    assert rolled_back is not None and "older than the build of 2026-11-20T12:00:00Z" in rolled_back
+    assert why("other.pb.zst", "2026-11-10T12:00:00Z") is None  # another file name
+    assert why("app.pb.zst", "2026-11-10T12:00:00Z", other) is None  # another publisher
+    assert why("app.pb.zst", "2026-11-25T12:00:00Z") is None  # newer: served, and now the newest
+    assert why("app.pb.zst", "2026-11-20T12:00:00Z") is not None
+    path = folder / "app.pb.zst"  # a lock pins the build it names: not compared
+    assert why_no_code(provenance_of(path, packaged=False, digest=digest_of(path), built_at=None)) is None

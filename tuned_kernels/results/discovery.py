@@ -94,8 +94,9 @@ def open_installed() -> OpenedBundles:
             continue
         views[str(bundle.path)] = view
         found.append((bundle.source, str(bundle.path)))
+        built_at = view.header.created_at if lock is None else None  # a lock pins the build it names
         provenance[str(bundle.path)] = provenance_of(
-            bundle.path, bundle.packaged, view.digest, view.read_from
+            bundle.path, bundle.packaged, view.digest, view.read_from, built_at
         )
     problems = [*discovered.problems, *lock_problems]
     if unlocked:

@@ -14,19 +14,29 @@ from pathlib import Path
 from tuned_kernels import signing
 from tuned_kernels.errors import ResultsFormatError, one_line
 from tuned_kernels.results.digests import digest_of
+from tuned_kernels.results.overlay import cache_dir
+from tuned_kernels.results.rollback import why_rolled_back
 from tuned_kernels.trust import Origin, Provenance
 
 _OTHERS_WRITE = stat.S_IWGRP | stat.S_IWOTH
 
 
 def provenance_of(
-    path: Path, packaged: bool, digest: tuple[int, str] | None, read_from: tuple[int, int] | None = None
+    path: Path,
+    packaged: bool,
+    digest: tuple[int, str] | None,
+    read_from: tuple[int, int] | None = None,
+    built_at: str | None = None,
 ) -> Provenance:
     """`digest`: the size and sha256 of the bytes served from `path`, hashed as they were read where a
     signature was beside the file then (None: there was none, and one that appeared since does not hold).
     `read_from`: the device and inode of the file they were read from: the file checked must be that one
-    (a link or file swapped between the read and the check is not the file checked)."""
+    (a link or file swapped between the read and the check is not the file checked). `built_at`: the
+    header's time, for a signed file to be compared with the builds served here before (rollback.py; None:
+    not compared, as for a file a lock pins)."""
     signer, signature_problem = signature_of(path, digest or "read without one")
+    if signer is not None and built_at is not None:
+        signature_problem = why_rolled_back(signer, path.name, built_at, cache_dir())
     if packaged:
         return Provenance(Origin.PACKAGE, None, signer, signature_problem)
     problem = _writable_by_others(path, read_from)
