@@ -436,6 +436,7 @@ TUNED = "0123abcd" * 8 + ".best_config"  # a name Inductor gives a kernel's tune
         ("CACHE/ab/TUNED", "CACHE/ab/TUNED"),  # this cache directory's own
         ("EXISTS/ab/TUNED", "EXISTS/ab/TUNED"),  # a file that is there is read where it is
         ("/gone/capture/../TUNED", "/gone/capture/../TUNED"),  # not a name Inductor gives
+        ("CACHE/../gone/ab/TUNED", "CACHE/ab/TUNED"),  # another directory's, by way of this one
     ],
 )
 def test_a_tuned_config_looked_up_under_another_cache_directory_is_read_from_this_one(

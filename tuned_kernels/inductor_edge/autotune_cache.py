@@ -233,9 +233,11 @@ def launch_of(config: Any) -> tuple[Any, ...]:
 
 def relocated(path: str, cache_dir: Path) -> str:
     """`path`, or the same `<2>/<name>.best_config` in `cache_dir` where `path` is another directory's and
-    missing (only a name Inductor gives such a file: the path came from a bundle's pickled graph)."""
-    stale = Path(path)
+    missing (only a name Inductor gives such a file: the path came from a bundle's pickled graph). Judged
+    with `..` resolved: `<cache_dir>/../elsewhere/...` is another directory's."""
+    stale = Path(os.path.normpath(path))
     relative = f"{stale.parent.name}/{stale.name}"
-    if stale.exists() or stale.is_relative_to(cache_dir) or not matches(RELATIVE_PATH, relative):
+    inside = stale.is_relative_to(os.path.normpath(cache_dir))
+    if stale.exists() or inside or not matches(RELATIVE_PATH, relative):
         return path
     return str(cache_dir / relative)
