@@ -3,7 +3,9 @@ the choices class and the feedback saver are set up on Inductor's first use of t
 
 A program that sets its own `inductor_choices_class` keeps it (one warning: GEMM choices are then not
 served). The bundles' tuned generated kernels go into Inductor's autotune cache (autotune_cache.py), their
-compiled graphs into its FX-graph and AOTAutograd caches (graphs.py).
+reductions' halving choices to its autotuner (reduction_choices.py), their compiled graphs into its FX-graph
+and AOTAutograd caches (graphs.py); inside a capture, torch's source hash is recorded at exit
+(source_key.py).
 """
 
 from __future__ import annotations
