@@ -82,9 +82,10 @@ def capture(output: str, command: Sequence[str], merge: bool = False) -> Capture
         lock.unlink(missing_ok=True)
         shutil.rmtree(inductor_cache, ignore_errors=True)
     from tuned_kernels.inductor_edge.graphs import NAME
+    from tuned_kernels.inductor_edge.source_key import NAME as TORCH_KEY
     from tuned_kernels.results.report import describe_graphs, graph_files
 
-    decisions = [e for e in results.entries if e.kernel.name != NAME]
+    decisions = [e for e in results.entries if e.kernel.name not in (NAME, TORCH_KEY)]  # the graphs' own
     held = graph_files(results)
     earlier = None if before is None else len(before.entries)
     return CaptureReport(

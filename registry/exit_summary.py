@@ -77,6 +77,12 @@ def exit_summary(summary: Mapping[str, Any]) -> list[str]:
                 if graphs.get("files_removed")
                 else ""
             )
+            + ("; torch's source hash from the bundle" if graphs.get("torch_key_from_bundle") else "")
+            + (
+                f"; reductions run as captured, untimed: {graphs['reductions_as_captured']}"
+                if graphs.get("reductions_as_captured")
+                else ""
+            )
         )
     return [f"tuned-kernels: {line}" for line in lines]
 

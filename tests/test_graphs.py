@@ -100,6 +100,7 @@ def test_a_captured_graph_is_served_elsewhere_without_compiling(captured: Path, 
     compiled_here = {p.relative_to(served.cache).as_posix() for p in served.cache.glob("*/*.so")} - shipped
     assert compiled_here == set()  # every C++ object the graphs load came with them
     assert "torch.compile graphs: 2 found in Inductor's cache, 0 compiled here; bundle files" in served.stderr
+    assert "; torch's source hash from the bundle" in served.stderr
 
 
 def with_torch_key(results: model.Results, wheel: str, key: str) -> model.Results:

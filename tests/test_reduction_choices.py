@@ -60,6 +60,7 @@ def inductor(monkeypatch: pytest.MonkeyPatch) -> dict[str, int]:
     monkeypatch.setattr(CachingAutotuner, "autotune_to_one_config", time_them)
     monkeypatch.setattr(reduction_choices, "_chosen", {})
     monkeypatch.setattr(reduction_choices, "_serving", [False])
+    monkeypatch.setattr(reduction_choices, "_run_as_chosen", [0])
     reduction_choices.install()
     reduction_choices.serve([])
     return asked
@@ -101,6 +102,7 @@ def test_a_single_config_kernel_runs_the_config_that_won_at_capture_timing_nothi
     assert first_launch(kernel) == [won]
     assert [result.config for result in kernel.compile_results] == [won]  # as Inductor's timing leaves it
     assert inductor == {"halved": halved, "timed": 0}  # the copy made only where it won
+    assert reduction_choices.run_as_chosen() == 1  # counted for the verbose summary
 
 
 def test_once_serving_stops_inductor_halves_and_times_as_it_does(inductor: dict[str, int]) -> None:

@@ -38,6 +38,7 @@ Launch = tuple[Any, ...]  # block sizes, warps and stages, as Inductor compares 
 
 _chosen: dict[str, Launch] = {}  # the bundles' choices by kernel module
 _serving = [False]  # between `serve` and `stop`: the patches act only then
+_run_as_chosen = [0]  # single-config kernels that ran the bundle's choice, timing nothing
 
 
 def identity() -> model.KernelIdentity:
@@ -132,10 +133,11 @@ def install() -> None:
     def scaled_as_chosen(self: Any) -> Any:
         state, chosen = state_of(self), _chosen.get(module_of(self))
         if _serving[0] and (state == HIT or (state == ONE_CONFIG and chosen == _first_launch(self))):
+            _run_as_chosen[0] += state == ONE_CONFIG
             return None  # the one config it has runs alone
         result = scale(self)
         if _serving[0] and state == ONE_CONFIG and chosen is not None:
-            _keep_only(self, chosen)
+            _run_as_chosen[0] += _keep_only(self, chosen)
         return result
 
     def timed_and_recorded(self: Any, *args: Any, **kwargs: Any) -> Any:
@@ -150,18 +152,24 @@ def install() -> None:
     CachingAutotuner.autotune_to_one_config = timed_and_recorded  # type: ignore[method-assign]
 
 
-def _keep_only(kernel: Any, chosen: Launch) -> None:
+def _keep_only(kernel: Any, chosen: Launch) -> bool:
     """The kernel's launcher and compiled config of the chosen launch alone, as Inductor's timing leaves
-    them (the other's module released where Inductor has a way to)."""
+    them (the other's module released where Inductor has a way to). Whether it was among them."""
     winners = [launcher for launcher in kernel.launchers if launch_of(launcher.config) == chosen]
     if len(winners) != 1:
-        return  # not the configs the capture chose between: timed as Inductor does
+        return False  # not the configs the capture chose between: timed as Inductor does
     release = getattr(kernel, "_release_static_launchers_except", None)
     if callable(release):
         release(winners[0])
     kernel.launchers = winners
     compiled = [result for result in kernel.compile_results if launch_of(result.config) == chosen]
     kernel.compile_results = compiled if len(compiled) == 1 else kernel.compile_results
+    return True
+
+
+def run_as_chosen() -> int:
+    """How many single-config kernels ran the bundle's choice in this process, timing nothing."""
+    return _run_as_chosen[0]
 
 
 def _first_launch(kernel: Any) -> Launch | None:

@@ -34,6 +34,7 @@ MAX_FILES_LOOKED_AT = 50_000
 HEX_256 = whole(r"[0-9a-f]{64}")
 SOURCES = (".py", ".so", ".cpp", ".ld")  # what torch_key reads: modules (Python and extension) and two files
 COMPILE_WORKER = ("_inductor", "compile_worker", "__main__.py")
+_served = [False]
 
 
 @dataclass(frozen=True)
@@ -167,6 +168,12 @@ def serve(entries: Iterable[model.Entry]) -> None:
     with contextlib.suppress(AssertionError, RuntimeError):  # computed already: 2.11 asserts, later raises
         if callable(setter):
             setter(bytes.fromhex(value))
+            _served[0] = True
+
+
+def served() -> bool:
+    """Whether this process took Inductor's torch source hash from a bundle."""
+    return _served[0]
 
 
 def serve_when_imported(entries: list[model.Entry]) -> None:

@@ -9,6 +9,7 @@ from tuned_kernels.errors import BundleError, printable
 from tuned_kernels.inductor_edge import keys as inductor_keys
 from tuned_kernels.inductor_edge.graphs import KIND
 from tuned_kernels.inductor_edge.graphs import NAME as GRAPH_KERNEL
+from tuned_kernels.inductor_edge.source_key import NAME as TORCH_KEY
 from tuned_kernels.naming import distribution_name
 
 
@@ -111,7 +112,7 @@ def results_table(results: model.Results) -> str:
     h = results.header
     device = h.target.device_name or "generic"
     target = device if device.startswith(f"{h.target.arch} ") else f"{h.target.arch} ({device})"
-    tuned = [e for e in results.entries if e.kernel.name != GRAPH_KERNEL]
+    tuned = [e for e in results.entries if e.kernel.name not in (GRAPH_KERNEL, TORCH_KEY)]
     lines = [
         f"target    {target} -> {_bundle_name(h.target.arch)}",
         f"compiler  {h.compiler.describe()}, triton hash {h.compiler.triton_hash[:12]}",
@@ -168,6 +169,8 @@ def _config_label(entry: model.Entry) -> str:
     name = entry.kernel.name
     if name == GRAPH_KERNEL:
         return _counted(1, GRAPH_KINDS.get(str(dict(entry.best.kwargs).get(KIND)), "?"))
+    if name == TORCH_KEY:
+        return "torch's source hash for this wheel"
     if name.startswith(inductor_keys.PREFIX) and name.endswith(inductor_keys.FUSION):
         return " ".join(f"{k}={v}" for k, v in entry.best.kwargs)
     kwargs = dict(entry.best.kwargs)
