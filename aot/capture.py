@@ -81,11 +81,9 @@ def capture(output: str, command: Sequence[str], merge: bool = False) -> Capture
         work.unlink(missing_ok=True)
         lock.unlink(missing_ok=True)
         shutil.rmtree(inductor_cache, ignore_errors=True)
-    from tuned_kernels.inductor_edge.graphs import NAME
-    from tuned_kernels.inductor_edge.source_key import NAME as TORCH_KEY
-    from tuned_kernels.results.report import describe_graphs, graph_files
+    from tuned_kernels.results.report import GRAPH_SIDE, describe_graphs, graph_files
 
-    decisions = [e for e in results.entries if e.kernel.name not in (NAME, TORCH_KEY)]  # the graphs' own
+    decisions = [e for e in results.entries if e.kernel.name not in GRAPH_SIDE]
     held = graph_files(results)
     earlier = None if before is None else len(before.entries)
     return CaptureReport(

@@ -225,10 +225,14 @@ def mark_found_by_coordesc(best: Any, configs: Iterable[Any]) -> None:
             config.found_by_coordesc = True
 
 
+def kwargs_of(config: Any) -> dict[str, Any]:
+    """A config's block sizes (Triton's config holds a dict, a stored one pairs)."""
+    return dict(config.kwargs)
+
+
 def launch_of(config: Any) -> tuple[Any, ...]:
     """A config's block sizes, warps and stages, as Inductor compares configs (Triton's or a stored one)."""
-    kwargs = config.kwargs.items() if isinstance(config.kwargs, dict) else config.kwargs
-    return (sorted(kwargs), config.num_warps, config.num_stages)
+    return (sorted(kwargs_of(config).items()), config.num_warps, config.num_stages)
 
 
 def relocated(path: str, cache_dir: Path) -> str:

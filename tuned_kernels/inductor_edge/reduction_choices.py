@@ -22,6 +22,7 @@ from typing import Any
 from tuned_kernels import model
 from tuned_kernels.inductor_edge.autotune_cache import (
     capturing_cache_dir,
+    kwargs_of,
     launch_of,
     plausible_block,
     plausible_count,
@@ -56,10 +57,9 @@ def state_of(kernel: Any) -> str | None:
 
 def choice_of(module: object, config: Any) -> dict[str, Any]:
     """A choice as capture writes it (a Triton config or a stored one)."""
-    blocks = dict(config.kwargs.items() if isinstance(config.kwargs, dict) else config.kwargs)
     return {
         "module": module,
-        "blocks": blocks,
+        "blocks": kwargs_of(config),
         "num_warps": config.num_warps,
         "num_stages": config.num_stages,
     }

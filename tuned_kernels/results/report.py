@@ -12,6 +12,8 @@ from tuned_kernels.inductor_edge.graphs import NAME as GRAPH_KERNEL
 from tuned_kernels.inductor_edge.source_key import NAME as TORCH_KEY
 from tuned_kernels.naming import distribution_name
 
+GRAPH_SIDE = (GRAPH_KERNEL, TORCH_KEY)  # entries that go with a bundle's compiled graphs: no tuning decisions
+
 
 def format_key(key: model.TuningKey) -> str:
     return "(" + ", ".join(str(v) for v in key) + ")"
@@ -112,7 +114,7 @@ def results_table(results: model.Results) -> str:
     h = results.header
     device = h.target.device_name or "generic"
     target = device if device.startswith(f"{h.target.arch} ") else f"{h.target.arch} ({device})"
-    tuned = [e for e in results.entries if e.kernel.name not in (GRAPH_KERNEL, TORCH_KEY)]
+    tuned = [e for e in results.entries if e.kernel.name not in GRAPH_SIDE]
     lines = [
         f"target    {target} -> {_bundle_name(h.target.arch)}",
         f"compiler  {h.compiler.describe()}, triton hash {h.compiler.triton_hash[:12]}",
