@@ -18,6 +18,7 @@ from tuned_kernels.registry.strict import strict_stop
 
 from tuned_kernels import model, resolving
 from tuned_kernels.helion_edge import hooks as helion_hooks
+from tuned_kernels.inductor_edge import compile_pool
 from tuned_kernels.inductor_edge import hooks as inductor_hooks
 from tuned_kernels.triton_edge import autotuner, cache_manager
 
@@ -51,6 +52,7 @@ def disable() -> None:
     autotuner.unpatch()
     cache_manager.uninstall()
     inductor_hooks.uninstall()
+    compile_pool.release()
     helion_hooks.uninstall()
 
 
@@ -67,6 +69,8 @@ def _place_graphs() -> None:
     registry = installed_registry()
     if registry is not None:
         registry.place_graphs(inductor_cache_dir())
+        if registry.stats.graph_files_placed + registry.stats.graph_files_present:
+            compile_pool.hold()  # started if a graph is compiled after all (_say_graph_compiled)
         keys = registry.load().torch_keys
         if keys:
             from tuned_kernels.inductor_edge import source_key
@@ -75,7 +79,9 @@ def _place_graphs() -> None:
 
 
 def _say_graph_compiled(doing: str) -> None:
-    """Once per process: a graph compiled here though the bundles offered graphs (else nothing to say)."""
+    """Once per process: a graph compiled here though the bundles offered graphs (else nothing to say).
+    Inductor's compile workers start now, if held back for the bundles' graphs."""
+    compile_pool.release()
     registry = installed_registry()
     if registry is None:
         return

@@ -317,6 +317,7 @@ def main() -> None:
         torch.cuda.synchronize()
         first = time.perf_counter() - t0
         first_call_work = dict(real.counts)
+        pools = len(getattr(sys.modules.get("torch._inductor.async_compile"), "_pool_set", ()))
         first_call_tuned = list(real.kernels)
         if sampler is not None:
             sampler.stop()
@@ -360,6 +361,7 @@ def main() -> None:
                 "output_digest": digest,
                 "first_call_work": first_call_work,
                 "first_call_tuned": first_call_tuned,
+                "compile_pools_at_first_call": pools,  # Inductor's compile-worker pools started by then
                 **graph_counts(),
             }
         )

@@ -24,4 +24,9 @@ INDUCTOR_RBLOCK_SCALING = Shape(
     calls=("precompile", "_dynamic_scale_rblock"),
 )  # fmt: skip
 
-SHAPES = (INDUCTOR_GRAPH_LOAD, *INDUCTOR_FINAL_CHOICES, INDUCTOR_RBLOCK_SCALING)
+INDUCTOR_COMPILE_POOL = Shape(
+    "torch._inductor.async_compile", "AsyncCompile", ("wakeup", "use_process_pool"),
+    "Inductor's compile workers start at a served first call, as without a bundle",
+)  # fmt: skip
+
+SHAPES = (INDUCTOR_GRAPH_LOAD, *INDUCTOR_FINAL_CHOICES, INDUCTOR_RBLOCK_SCALING, INDUCTOR_COMPILE_POOL)
