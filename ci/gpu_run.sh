@@ -5,7 +5,8 @@
 #   dask step dask, distributed and the few of their dependencies the machine lacks).
 #   STEPS (default: tests and every benchmark step) picks: tests, matrix (tests/test_serving_matrix.py on
 #   the GPU, its table in $OUT/serving-matrix.md), helion, miss (benchmarks/miss.py, with its
-#   MISS_ARGS), predict-first (benchmarks/predict_first_call.py) and/or benchmarks/run.py's --steps.
+#   MISS_ARGS), predict-first (benchmarks/predict_first_call.py), verify (benchmarks/verify_start.py, on
+#   this machine's CPU: carry cryptography and cffi wheels) and/or benchmarks/run.py's --steps.
 #   helion: benchmarks/helion_first_call.py, its HELION_MODES (default all) in HELION_WORK (kept in
 #   $OUT/helion-work.tgz, to carry to the next call: a search of every kernel may take most of one call).
 #   A failing test or step makes the script exit non-zero, after the other steps have run.
@@ -55,6 +56,10 @@ fi
 if [[ ,$STEPS, == *,predict-first,* ]]; then
   python3 "$REPO/benchmarks/predict_first_call.py" --json "$OUT/predict-first.json" 2>&1 | tail -10 || failed=1
   STEPS=${STEPS/predict-first/}; STEPS=${STEPS//,,/,}; STEPS=${STEPS#,}; STEPS=${STEPS%,}
+fi
+if [[ ,$STEPS, == *,verify,* ]]; then
+  python3 "$REPO/benchmarks/verify_start.py" --json "$OUT/verify-start.json" 2>&1 | tail -10 || failed=1
+  STEPS=${STEPS/verify/}; STEPS=${STEPS//,,/,}; STEPS=${STEPS#,}; STEPS=${STEPS%,}
 fi
 BENCH=${STEPS#tests}; BENCH=${BENCH#,}
 if [[ -n $BENCH ]]; then
