@@ -1,5 +1,5 @@
 """Why tuned-kernels does not skip Dynamo's tracing with torch's own precompile: a frame Dynamo saves with
-`torch._dynamo.config.caching_precompile` keeps no guard on the identity of the program's globals (nor on
+Dynamo's `caching_precompile` setting keeps no guard on the identity of the program's globals (nor on
 closures, weak references or dict versions), so a saved frame runs where such a global differs.
 
 A module whose forward calls a global `ACT` is compiled once with `ACT = torch.relu` and its frame saved
@@ -20,38 +20,13 @@ import sys
 import tempfile
 from pathlib import Path
 
-PROGRAM = """
-import itertools, json, sys, torch
-import torch._dynamo.config
-torch._dynamo.config.caching_precompile = True
-if sys.argv[2] == "serve":  # torch's own fix-up for a second trace after a loaded frame
-    import torch._dynamo.bytecode_transformation as bt
-    bt._unique_id_counter = itertools.count(10**6)
-else:
-    import atexit
-    atexit.register(torch.compiler.save_cache_artifacts)
-torch.manual_seed(0)
-ACT = torch.relu if sys.argv[1] == "relu" else torch.tanh
-class Layer(torch.nn.Module):
-    def __init__(self):
-        super().__init__()
-        self.lin = torch.nn.Linear(16, 16)
-    def forward(self, x):
-        return ACT(self.lin(x))
-layer, x = Layer(), torch.randn(4, 16)
-with torch.no_grad():
-    out = torch.compile(layer)(x)
-    diff = (out - layer(x)).abs().max().item()
-from torch._dynamo.utils import counters
-print("RUN " + json.dumps({"frames_traced": counters["frames"]["total"],
-      "frames_loaded": counters["dynamo_cache"]["dynamo_cache_hit"], "max_diff_vs_eager": diff}))
-"""
+APP = Path(__file__).resolve().parents[1] / "tests" / "corpora" / "precompile_guards_app.py"
 
 
 def run(cache: Path, act: str, how: str, work: Path) -> dict[str, object]:
     env = {**os.environ, "TORCHINDUCTOR_CACHE_DIR": str(cache), "TORCH_LOGS": "-dynamo"}
     done = subprocess.run(
-        [sys.executable, "-c", PROGRAM, act, how],
+        [sys.executable, str(APP), act, how],
         env=env,
         cwd=work,
         capture_output=True,

@@ -495,6 +495,28 @@ def test_a_training_step_served_from_a_capture_compiles_no_graph(tmp_path: Path)
     assert served["fxgraph_hits"] == captured["fxgraph_misses"] and served["autograd_hits"] >= 1
 
 
+def test_a_graph_compiled_before_tuned_kernels_was_turned_on_is_found_once_it_is(tmp_path: Path) -> None:
+    """A machine warm from runs without tuned-kernels stays warm with it on: Inductor's keys leave its
+    choices hook out (on this GPU's torch as on the CPU's)."""
+    app = [sys.executable, str(ROOT / "tests/corpora/inductor_model.py"), "llama-small", "default"]
+    env = {**os.environ, "TORCHINDUCTOR_CACHE_DIR": str(tmp_path / "inductor"),
+           "TRITON_CACHE_DIR": str(tmp_path / "triton"), "HOME": str(tmp_path)}  # fmt: skip
+    runs = []
+    for switch in ("0", "1"):
+        done = subprocess.run(
+            app,
+            env={**env, "TUNED_KERNELS": switch},
+            capture_output=True,
+            text=True,
+            timeout=600,
+            cwd=tmp_path,
+        )
+        assert done.returncode == 0, done.stderr[-3000:]
+        runs.append(json.loads(done.stdout.splitlines()[-1]))
+    assert runs[0]["fxgraph_misses"] >= 1 and runs[1]["fxgraph_misses"] == 0, runs
+    assert runs[1]["fxgraph_hits"] == runs[0]["fxgraph_misses"]
+
+
 def test_the_builtin_gemm_corpus_captured_serves_max_autotune_linear_layers(tmp_path: Path) -> None:
     """tuned_kernels.aot.inductor_gemms under capture (a shard of the fp16 shapes): a fresh process
     compiling the same layers with max-autotune hits every one and misses none."""

@@ -24,6 +24,7 @@ from tuned_kernels.post_import import when_imported
 Stored = Callable[[model.KernelIdentity], Sequence[model.Entry]]  # the bundles' entries for a kernel
 PlaceGraphs = Callable[[], None]  # puts the bundles' compiled graphs into Inductor's cache directory
 
+CHOICES_KEY = "inductor_choices_class"  # Inductor's config entry for the choices hook
 _saver_added = [False]
 _watching = [False]
 
@@ -55,6 +56,7 @@ def install(stored: Stored = lambda _: (), place_graphs: PlaceGraphs = lambda: N
     current = config.inductor_choices_class
     if current is None:
         config.inductor_choices_class = tuned_choices
+        when_imported("torch._inductor.codecache", lambda module: _keys_without_the_choices_hook(module))
     elif current is not tuned_choices:
         warn(
             f"torch._inductor.config.inductor_choices_class is set to {getattr(current, '__name__', current)}"
@@ -68,6 +70,41 @@ def install(stored: Stored = lambda _: (), place_graphs: PlaceGraphs = lambda: N
         from tuned_kernels.inductor_edge import source_key
 
         atexit.register(source_key.record_for_capture)
+
+
+def _keys_without_the_choices_hook(codecache: Any) -> None:
+    """Inductor's graph keys see no choices hook where tuned-kernels' is set, so a graph compiled with
+    tuned-kernels on is found by a run without it and the other way round (a machine warm before tuned-kernels
+    was turned on stays warm). The hook only chooses among ways to compute the same graph (a GEMM's template,
+    a fusion), never what the graph computes; the keys still hold everything else Inductor puts in them."""
+    from tuned_kernels.inductor_edge.shapes import INDUCTOR_GRAPH_KEY
+    from tuned_kernels.internals import holds
+
+    details = getattr(codecache, "FxGraphHashDetails", None)
+    if not holds(INDUCTOR_GRAPH_KEY, details) or not isinstance(details, type):
+        return
+    original = vars(details).get("__init__")
+    if original is None or getattr(original, "tuned_kernels_keyed", False):
+        return
+
+    def keyed(self: Any, *args: Any, **kwargs: Any) -> None:
+        original(self, *args, **kwargs)
+        hashed = getattr(self, "inductor_config", None)
+        if isinstance(hashed, dict) and _is_ours(hashed.get(CHOICES_KEY)):
+            hashed[CHOICES_KEY] = None  # as in a run without tuned-kernels
+
+    keyed.tuned_kernels_keyed = True  # type: ignore[attr-defined]
+    type.__setattr__(details, "__init__", keyed)
+
+
+def _is_ours(hashed: Any) -> bool:
+    """Whether a graph key's choices entry is tuned-kernels' hook (the factory itself on torch 2.11, the uuid
+    of what it makes on later torch)."""
+    if hashed is tuned_choices:
+        return True
+    from tuned_kernels.inductor_edge.choices import hook_uuid
+
+    return isinstance(hashed, str) and hashed == hook_uuid()
 
 
 def _fill_autotune_cache(stored: Stored) -> None:

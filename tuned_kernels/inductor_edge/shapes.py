@@ -29,4 +29,15 @@ INDUCTOR_COMPILE_POOL = Shape(
     "Inductor's compile workers start at a served first call, as without a bundle",
 )  # fmt: skip
 
-SHAPES = (INDUCTOR_GRAPH_LOAD, *INDUCTOR_FINAL_CHOICES, INDUCTOR_RBLOCK_SCALING, INDUCTOR_COMPILE_POOL)
+INDUCTOR_GRAPH_KEY = Shape(
+    "torch._inductor.codecache", "FxGraphHashDetails", ("__init__",),
+    "graphs compiled with tuned-kernels on are not found by runs without it, nor the other way round",
+)  # fmt: skip
+
+SHAPES = (
+    INDUCTOR_GRAPH_LOAD,
+    INDUCTOR_GRAPH_KEY,
+    *INDUCTOR_FINAL_CHOICES,
+    INDUCTOR_RBLOCK_SCALING,
+    INDUCTOR_COMPILE_POOL,
+)
