@@ -52,7 +52,7 @@ def disable() -> None:
     autotuner.unpatch()
     cache_manager.uninstall()
     inductor_hooks.uninstall()
-    compile_pool.release()
+    compile_pool.release(start=False)
     helion_hooks.uninstall()
 
 

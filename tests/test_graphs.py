@@ -103,18 +103,18 @@ def test_a_captured_graph_is_served_elsewhere_without_compiling(captured: Path, 
     assert "; torch's source hash from the bundle" in served.stderr
 
 
-def test_a_graph_compiled_before_tuned_kernels_was_turned_on_is_found_once_it_is(tmp_path: Path) -> None:
+def test_graphs_compiled_with_tuned_kernels_off_and_on_are_found_by_the_other(
+    captured: Path, tmp_path: Path
+) -> None:
     """Inductor's keys leave tuned-kernels' choices hook out: a machine warm from runs without tuned-kernels
-    stays warm with it on (and a graph compiled with it on serves a run without it: the same key)."""
-    plain = run_app(tmp_path, TUNED_KERNELS="0")
+    stays warm with it on, and graphs compiled with it on (a capture's, placed by a served run) are found by
+    a run without it."""
+    found = {"fxgraph_hits": 2, "fxgraph_misses": 0, "autograd_hits": 1, "autograd_misses": 0}
+    plain = run_app(tmp_path / "warm-before", TUNED_KERNELS="0")
     assert plain.graphs["fxgraph_misses"] == 2, plain.graphs
-    turned_on = run_app(tmp_path, TUNED_KERNELS="1")
-    assert turned_on.graphs == {
-        "fxgraph_hits": 2,
-        "fxgraph_misses": 0,
-        "autograd_hits": 1,
-        "autograd_misses": 0,
-    }
+    assert run_app(tmp_path / "warm-before", TUNED_KERNELS="1").graphs == found
+    assert run_app(tmp_path / "served-before", bundle=captured).graphs == found
+    assert run_app(tmp_path / "served-before", TUNED_KERNELS="0").graphs == found
 
 
 def with_torch_key(results: model.Results, wheel: str, key: str) -> model.Results:

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import atexit
 import contextlib
+import functools
 import os
 from collections.abc import Callable, Sequence
 from typing import Any
@@ -56,7 +57,7 @@ def install(stored: Stored = lambda _: (), place_graphs: PlaceGraphs = lambda: N
     current = config.inductor_choices_class
     if current is None:
         config.inductor_choices_class = tuned_choices
-        when_imported("torch._inductor.codecache", lambda module: _keys_without_the_choices_hook(module))
+        when_imported("torch._inductor.codecache", _keys_without_the_choices_hook)
     elif current is not tuned_choices:
         warn(
             f"torch._inductor.config.inductor_choices_class is set to {getattr(current, '__name__', current)}"
@@ -81,12 +82,13 @@ def _keys_without_the_choices_hook(codecache: Any) -> None:
     from tuned_kernels.internals import holds
 
     details = getattr(codecache, "FxGraphHashDetails", None)
-    if not holds(INDUCTOR_GRAPH_KEY, details) or not isinstance(details, type):
+    original = vars(details).get("__init__") if isinstance(details, type) else None
+    if getattr(original, "tuned_kernels_keyed", False) or not holds(INDUCTOR_GRAPH_KEY, details):
         return
-    original = vars(details).get("__init__")
-    if original is None or getattr(original, "tuned_kernels_keyed", False):
+    if not isinstance(details, type) or original is None:
         return
 
+    @functools.wraps(original)
     def keyed(self: Any, *args: Any, **kwargs: Any) -> None:
         original(self, *args, **kwargs)
         hashed = getattr(self, "inductor_config", None)

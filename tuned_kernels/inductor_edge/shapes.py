@@ -32,6 +32,7 @@ INDUCTOR_COMPILE_POOL = Shape(
 INDUCTOR_GRAPH_KEY = Shape(
     "torch._inductor.codecache", "FxGraphHashDetails", ("__init__",),
     "graphs compiled with tuned-kernels on are not found by runs without it, nor the other way round",
+    calls=("__init__", "save_config_portable"),
 )  # fmt: skip
 
 SHAPES = (
