@@ -57,6 +57,8 @@ def run(bench: Bench, repeats: int, cases: list[tuple[str, str, bool]]) -> None:
         bundle = str(bench.work / f"graphs-{model}-{mode}{'-train' if train else ''}.pb.zst")
         rows: dict[str, Any] = {"capture": model_run(argv, fresh(BUNDLE=bundle), tool=True)}
         rows["bundle_bytes"] = Path(bundle).stat().st_size
+        _, shown = bench.tool(["inspect", "--json", bundle], bench.env())
+        rows["graph_triton_kernels"] = json.loads(shown).get("graph_triton_kernels")  # shipped, launched
         # a machine whose every cache is warm: Inductor's and Triton's caches as a first run with
         # tuned-kernels on and no bundle left them (the compiled graphs' keys include its choices hook; the
         # graph files a served run places are taken out again once no bundle offers them)
@@ -101,7 +103,7 @@ def verdicts(report: dict[str, Any], row: Callable[[str, str, str, str, bool | N
             f"{bundle:.2f} s vs {default:.2f} s / {warm:.2f} s = **{bundle / default:.2f}x** / "
             f"**{bundle / warm:.2f}x**; its capture (no caches) {m['capture']['first_call_s']:.1f} s; graphs "
             f"compiled {compiled}, GEMM choices timed {timed}{work_text}; step {step:.3f} vs {warm_step:.3f} ms "
-            f"warm; bundle {m['bundle_bytes'] // 1024} KiB",
+            f"warm; bundle {m['bundle_bytes'] // 1024} KiB{_kernels(m.get('graph_triton_kernels'))}",
             f"≤ {FIRST_VS_DEFAULT}x default, ≤ {FIRST_VS_WARM}x warm, 0 compiled, 0 timed, 0 tuned, step within 3 %",
             bundle <= FIRST_VS_DEFAULT * default
             and bundle <= FIRST_VS_WARM * warm
@@ -110,3 +112,10 @@ def verdicts(report: dict[str, Any], row: Callable[[str, str, str, str, bool | N
             and work == 0
             and warm_step / STEP_VS_WARM <= step <= STEP_VS_WARM * warm_step,
         )
+
+
+def _kernels(counted: dict[str, int] | None) -> str:
+    """`, its graphs' Triton kernels: 41 shipped, 41 launched` (nothing for a file from before it was kept)."""
+    if not counted:
+        return ""
+    return f", its graphs' Triton kernels: {counted['shipped']} shipped, {counted['launched']} launched"

@@ -578,6 +578,10 @@ def test_a_captured_graph_ships_the_kernels_its_code_launches_not_every_candidat
     ]
     assert trimmed.source_code == source and trimmed._fx_graph_cache_key == "fabc"
     assert graphs.launched_only(b"not a pickle") == b"not a pickle"  # anything unexpected ships as it was
+    # what inspect counts, by kernel name, from the pickle's strings: shipped compiled, defined by the code
+    assert graphs.triton_kernels(entry) == (3, 2)
+    assert graphs.triton_kernels(graphs.launched_only(entry)) == (2, 2)
+    assert graphs.triton_kernels(entry[: len(entry) // 2]) == (0, 0)
 
 
 @pytest.mark.parametrize("how", ["pickled", "copied"])

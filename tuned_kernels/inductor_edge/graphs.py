@@ -184,6 +184,30 @@ def whole_pickle(data: bytes) -> bool:
     return True
 
 
+_COMPILED_FILE = re.compile(
+    r"(?:__grp__)?(triton_\w+)\.(?:cubin|hsaco|json|ptx|ttir|ttgir|llir|amdgcn|source)"
+)
+
+
+def triton_kernels(data: bytes) -> tuple[int, int]:
+    """An FX-graph entry's Triton kernels: (those whose compiled files it ships, those its generated code
+    defines), read from the pickle's strings opcode by opcode (nothing loaded, any bundle's file may be read
+    so). (0, 0) for an entry with no Triton kernel (a CPU's graph) or one that does not read as a pickle."""
+    shipped: set[str] = set()
+    defined: set[str] = set()
+    try:
+        for _, arg, _ in pickletools.genops(data):
+            if not isinstance(arg, str):
+                continue
+            if "async_compile.triton(" in arg:
+                defined.update(_DEFINED.findall(arg))
+            elif found := _COMPILED_FILE.fullmatch(arg):
+                shipped.add(found.group(1))
+    except Exception:
+        return 0, 0
+    return len(shipped), len(defined)
+
+
 def own_name(relative: str) -> str | None:
     """The key an FX-graph entry holds (Inductor pickles its own key into it) or a C++ object (its hash
     names its module): a file that does not hold it was put under a key not its own. (An AOTAutograd entry

@@ -7,7 +7,7 @@ from typing import Any
 from tuned_kernels import model
 from tuned_kernels.errors import BundleError, printable
 from tuned_kernels.inductor_edge import keys as inductor_keys
-from tuned_kernels.inductor_edge.graphs import KIND
+from tuned_kernels.inductor_edge.graphs import KIND, triton_kernels
 from tuned_kernels.inductor_edge.graphs import NAME as GRAPH_KERNEL
 from tuned_kernels.inductor_edge.source_key import NAME as TORCH_KEY
 from tuned_kernels.naming import distribution_name
@@ -67,6 +67,7 @@ def results_summary(results: model.Results) -> dict[str, Any]:
         ],
         "bytes_per_kernel": artifact_bytes_per_kernel(results),
         "graph_files": {k: {"files": n, "bytes": b} for k, (n, b) in graph_files(results).items()},
+        "graph_triton_kernels": dict(zip(("shipped", "launched"), graph_kernels(results), strict=True)),
         "blob_bytes": sum(len(b) for b in results.blobs.values()),
     }
 
@@ -83,6 +84,19 @@ def graph_files(results: model.Results) -> dict[str, tuple[int, int]]:
             files, size = held.get(kind, (0, 0))
             held[kind] = (files + 1, size + sum(a.size_bytes for a in e.artifacts))
     return held
+
+
+def graph_kernels(results: model.Results) -> tuple[int, int]:
+    """The Triton kernels a file's FX-graph entries ship compiled and those their generated code defines
+    (what a served graph launches), summed over the entries."""
+    shipped = defined = 0
+    for e in results.entries:
+        if e.kernel.name == GRAPH_KERNEL and dict(e.best.kwargs).get(KIND) == "fxgraph":
+            data = results.blobs.get(e.artifacts[0].files[0].sha256) if e.artifacts else None
+            if data is not None:
+                entry_shipped, entry_defined = triton_kernels(data)
+                shipped, defined = shipped + entry_shipped, defined + entry_defined
+    return shipped, defined
 
 
 def describe_graphs(held: dict[str, tuple[int, int]]) -> str:
@@ -132,7 +146,9 @@ def results_table(results: model.Results) -> str:
         ]
     held = graph_files(results)
     if held:
-        lines[-1:-1] = [f"graphs    torch.compile's compiled graphs: {describe_graphs(held)}"]
+        shipped, launched = graph_kernels(results)
+        kernels = f" ({shipped} Triton kernels shipped, {launched} launched)" if shipped or launched else ""
+        lines[-1:-1] = [f"graphs    torch.compile's compiled graphs: {describe_graphs(held)}{kernels}"]
     rows = [("kernel", "key", "best config", "time ms", "found", "rejected", "compiled")]
     for e in results.entries:
         time_ms = "-" if e.best_time_ms == float("inf") else f"{e.best_time_ms:.4g}"
