@@ -148,6 +148,18 @@ def test_inductors_torch_source_hash_is_taken_from_the_bundle_for_the_wheel_it_w
         assert served.warnings == [] if found else len(served.warnings) <= 1, served.warnings
 
 
+def served_script(script: str, bundle: Path, folder: Path) -> subprocess.CompletedProcess[str]:
+    """`python -c script` in `folder` (its HOME), served from `bundle`, with empty Inductor and overlay caches
+    of its own and two Inductor compile workers."""
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("TUNED_KERNELS", "TORCHINDUCTOR"))}
+    env |= {"TUNED_KERNELS": "1", "TUNED_KERNELS_PATH": str(bundle), "HOME": str(folder),
+            "TORCHINDUCTOR_CACHE_DIR": str(folder / "inductor"), "TORCHINDUCTOR_COMPILE_THREADS": "2",
+            "TUNED_KERNELS_CACHE_DIR": str(folder / "overlay")}  # fmt: skip
+    return subprocess.run(
+        [sys.executable, "-c", script], env=env, cwd=folder, capture_output=True, text=True, timeout=180
+    )
+
+
 def test_inductors_compile_workers_start_where_a_bundle_gives_the_torch_source_hash(
     captured: Path, tmp_path: Path
 ) -> None:
@@ -157,13 +169,7 @@ def test_inductors_compile_workers_start_where_a_bundle_gives_the_torch_source_h
         "import os, torch._inductor.async_compile as a\n"
         "print('WORKER', a.AsyncCompile.process_pool().submit(os.getpid).result(timeout=120))\n"
     )
-    env = {k: v for k, v in os.environ.items() if not k.startswith(("TUNED_KERNELS", "TORCHINDUCTOR"))}
-    env |= {"TUNED_KERNELS": "1", "TUNED_KERNELS_PATH": str(captured), "HOME": str(tmp_path),
-            "TORCHINDUCTOR_CACHE_DIR": str(tmp_path / "inductor"), "TORCHINDUCTOR_COMPILE_THREADS": "2",
-            "TUNED_KERNELS_CACHE_DIR": str(tmp_path / "overlay")}  # fmt: skip
-    done = subprocess.run(
-        [sys.executable, "-c", script], env=env, cwd=tmp_path, capture_output=True, text=True, timeout=180
-    )
+    done = served_script(script, captured, tmp_path)
     assert done.returncode == 0 and "WORKER " in done.stdout, done.stderr[-3000:]
 
 
@@ -180,13 +186,7 @@ def test_inductors_compile_workers_wait_while_graphs_are_served_and_start_when_o
         "torch.compile(lambda x: (x * 3).cos())(torch.ones(3))  # a graph the bundle lacks\n"
         "print('POOLS', len(a._pool_set))\n"
     )
-    env = {k: v for k, v in os.environ.items() if not k.startswith(("TUNED_KERNELS", "TORCHINDUCTOR"))}
-    env |= {"TUNED_KERNELS": "1", "TUNED_KERNELS_PATH": str(captured), "HOME": str(tmp_path),
-            "TORCHINDUCTOR_CACHE_DIR": str(tmp_path / "inductor"), "TORCHINDUCTOR_COMPILE_THREADS": "2",
-            "TUNED_KERNELS_CACHE_DIR": str(tmp_path / "overlay")}  # fmt: skip
-    done = subprocess.run(
-        [sys.executable, "-c", script], env=env, cwd=tmp_path, capture_output=True, text=True, timeout=180
-    )
+    done = served_script(script, captured, tmp_path)
     pools = [line.split()[1] for line in done.stdout.splitlines() if line.startswith("POOLS ")]
     assert done.returncode == 0 and pools == ["0", "1"], (done.stdout, done.stderr[-3000:])
 

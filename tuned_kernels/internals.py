@@ -37,9 +37,8 @@ def holds(shape: Shape, owner: Any = None) -> bool:
             return _not(shape, f"{shape.owner}.{method}")
     if shape.calls is not None:
         caller, callee = shape.calls
-        code = getattr(
-            inspect.unwrap(getattr(owner, caller)), "__code__", None
-        )  # a patch of ours: its original
+        original = inspect.unwrap(getattr(owner, caller))  # where a patch of ours wraps it: the original
+        code = getattr(original, "__code__", None)
         if code is None or callee not in code.co_names:
             return _not(shape, f"{shape.owner}.{caller} calling {callee}")
     return True

@@ -82,10 +82,10 @@ def _keys_without_the_choices_hook(codecache: Any) -> None:
     from tuned_kernels.internals import holds
 
     details = getattr(codecache, "FxGraphHashDetails", None)
-    original = vars(details).get("__init__") if isinstance(details, type) else None
-    if getattr(original, "tuned_kernels_keyed", False) or not holds(INDUCTOR_GRAPH_KEY, details):
+    if not holds(INDUCTOR_GRAPH_KEY, details) or not isinstance(details, type):
         return
-    if not isinstance(details, type) or original is None:
+    original = vars(details).get("__init__")
+    if original is None or getattr(original, "tuned_kernels_keyed", False):
         return
 
     @functools.wraps(original)
