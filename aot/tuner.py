@@ -126,12 +126,15 @@ class Tuner:
                 f"{family.name} {item.case.id}: every config was rejected "
                 f"({'; '.join(r.reason for r in rejected[:3])})"
             )
-        keep = [c for _, _, c in ranked] if self.options.artifacts == "all" else [ranked[0][2]]
+        best = search.winner(measured, list(space))
+        assert best is not None  # `ranked` holds a measured config
+        keep = [c for _, _, c in ranked] if self.options.artifacts == "all" else [best]
+        kept_timings = ranked[:KEPT_TIMINGS] + [r for r in ranked[KEPT_TIMINGS:] if r[2] == best]
         return model.Entry(
             kernel=kernel_identity(kernel),
             key=key,
-            best=ranked[0][2],
-            timings=tuple(model.Timing(c, t) for t, _, c in ranked[:KEPT_TIMINGS]),
+            best=best,
+            timings=tuple(model.Timing(c, t) for t, _, c in kept_timings),
             rejected=tuple(sorted(rejected, key=lambda r: repr(r.config))),  # not in compile-finish order
             found_by=found_by,
             configs_benchmarked=len(measured),

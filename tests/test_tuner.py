@@ -25,7 +25,7 @@ from tuned_kernels import model
 from tuned_kernels.errors import TunedKernelsError
 from tuned_kernels.results import read_results
 from tuned_kernels.results.merge import merge_entries
-from tuned_kernels.search import neighbours, seeded
+from tuned_kernels.search import neighbours, seeded, winner
 
 PLANTED = str(Path(__file__).parent / "corpora" / "planted.py")
 
@@ -187,6 +187,18 @@ def test_seeded_search_walks_neighbours_from_its_seeds() -> None:
         model.Config.of({"B": 32}, num_warps=1),
         model.Config.of({"B": 32}, num_warps=4),
     }
+
+
+def test_configs_within_timing_noise_of_the_fastest_keep_the_kernels_first_so_runs_agree() -> None:
+    """Two runs (two cards) timing the same near-equal configs with noise keep the same one, the first of
+    the kernel's list among those within 1 %; a config clearly faster wins wherever it is listed."""
+    space = [model.Config.of({"B": b}, num_warps=4) for b in (16, 32, 64, 128)]
+    true_ms = {space[0]: 2.0, space[1]: 1.004, space[2]: 1.0, space[3]: 1.003}
+    runs = [{c: t * (1 + noise) for c, t in true_ms.items()} for noise in (0.0, 0.003, -0.003)]
+    runs.append({c: t * (1.003 if c == space[2] else 0.998) for c, t in true_ms.items()})  # order flipped
+    assert {winner(run, space) for run in runs} == {space[1]}
+    assert winner({**true_ms, space[3]: 0.97}, space) == space[3]  # 3 % faster: not noise
+    assert winner({space[0]: None, space[1]: None}, space) is None  # every config rejected
 
 
 def test_matmul_seeds_follow_the_shape_and_the_chip() -> None:

@@ -100,3 +100,20 @@ def contenders(
     fastest = ran[0][0]
     close = [c for t, _, c in ran if t <= fastest * within][:most]
     return close if len(close) >= 2 else [c for _, _, c in ran[:2]]
+
+
+TIE = 0.01  # configs within 1 % of the fastest measured are one speed: timing noise between runs and cards
+
+
+def winner(
+    measured: Mapping[Config, float | None], space: Sequence[Config], tie: float = TIE
+) -> Config | None:
+    """The config to keep: of those measured within `tie` of the fastest, the first in `space` (the kernel's
+    own order), so two runs that time near-equal configs in another order, or on another card of the same
+    kind, keep the same one; None when every config was rejected."""
+    times = {c: t for c, t in measured.items() if t is not None}
+    if not times:
+        return None
+    bound = min(times.values()) * (1 + tie)
+    ranked = [c for c in space if c in times] + [c for c in times if c not in space]
+    return next(c for c in ranked if times[c] <= bound)
