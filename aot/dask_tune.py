@@ -1,16 +1,18 @@
-"""`tuned-kernels tune --dask ADDRESS`: a corpus tuned on a Dask cluster, up to 4 consecutive (family, case)
-items a task (the next one's configs compile while one is measured), on one GPU of one worker.
+"""`tuned-kernels tune --dask ADDRESS`: a corpus tuned on a Dask cluster, each worker (one GPU) running one
+stream that takes the run's keys one at a time as it reaches them, the next one's configs compiling while
+one is measured (what runs on the workers: dask_worker.py).
 
 - Workers report their target and compiler first; every key is tuned once per kind of worker (a mixed
   cluster yields one results file per GPU type and compiler), on a worker of that kind only.
 - Each task asks for one `GPU` resource: a worker runs as many tuning tasks at once as it has GPUs
   declared (`dask worker --resources GPU=1`, one worker per GPU; `--dask local` starts such a cluster on
-  this machine). A worker that dies mid-key has that key re-run elsewhere by the scheduler.
-- The client writes each kind's file (atomically) as tasks finish, so `--resume` after the client itself
-  was stopped keeps every key of a finished task (those of tasks still running are tuned again); what a
-  worker returns is our results format, read back with the same checks as any file, never a pickled
-  object of ours.
-- `--time-budget` is a deadline each task reads: no key starts after it, on any worker.
+  this machine). A worker that dies mid-key has its stream re-run by the scheduler, and the key it held
+  tuned by a task of its own once the streams ended.
+- The client writes each kind's file (atomically) as the streams tell it keys they finished (through a
+  queue on the scheduler), so `--resume` after the client itself was stopped keeps every finished key; what a
+  worker sends is our results format, read back with the same checks as any file, never a pickled object
+  of ours.
+- `--time-budget` is a deadline each stream and task reads: no key starts after it, on any worker.
 - Keys of implementation choices (which time the kernels tuned before them with their winners) run after
   every other key of their kind finished, with those winners.
 
@@ -21,12 +23,12 @@ from __future__ import annotations
 
 import contextlib
 import dataclasses
-import functools
 import json
 import logging
 import socket
 import sys
 import time
+import uuid
 from collections.abc import Iterator, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
@@ -34,13 +36,13 @@ from pathlib import Path
 from typing import Any
 
 from tuned_kernels.aot.corpus_loader import load_corpus, select_families
+from tuned_kernels.aot.dask_worker import END, stream_on_worker, tune_on_worker, warm_up, worker_kind
 from tuned_kernels.aot.kinds import is_choice
 from tuned_kernels.aot.progress import Progress, ProgressEvent
-from tuned_kernels.aot.tune_command import TuneRequest, header_now, tuner_for
-from tuned_kernels.aot.tune_report import TuneReport, TuneTimes, combined, merge_reports, time_split
-from tuned_kernels.aot.tune_run import TuneRun
-from tuned_kernels.aot.tuner import slot_on_meta, tuning_order
-from tuned_kernels.aot.work import EVERY_ITEM, WorkItem, visible_device_id, work_items
+from tuned_kernels.aot.tune_command import TuneRequest
+from tuned_kernels.aot.tune_report import TuneReport, combined, merge_reports, time_split
+from tuned_kernels.aot.tuner import tuning_order
+from tuned_kernels.aot.work import WorkItem, visible_device_id, work_items
 
 from tuned_kernels import model
 from tuned_kernels.errors import TunedKernelsError
@@ -50,6 +52,7 @@ from tuned_kernels.version import TOOL_VERSION
 GPU = "GPU"  # the worker resource a task takes: one GPU
 RETRIES = 2  # a task that raises is tried this many more times (a dead worker's task is re-run anyway)
 LOCAL = "local"
+POLL_S = 0.1  # how often the client asks the streams' queues for keys they finished
 DEFAULT_TIMEOUT_S = 30.0  # how long a scheduler at an address has to answer (--dask-timeout)
 
 
@@ -144,7 +147,7 @@ def run_on_dask(
             kept = order.result()
             startup = time.monotonic() - start  # the cluster up, every worker's kind known and warm
             files = _files_for(request, list(workers), created_at)
-            reports = _tune_every_kind(distributed, _Run(client, request, items, kept, files, workers))
+            reports = _Run(distributed, client, request, items, kept, files, workers).run()
     report = merge_reports(reports, time.monotonic() - start)
     report.cases, report.same_key = len(items) * len(files), (len(items) - len(kept)) * len(files)
     report.outputs = [str(f.path) for f in files.values()]
@@ -244,17 +247,6 @@ def _worker_resources(dask_worker: Any) -> dict[str, float]:
     return dict(dask_worker.state.total_resources)
 
 
-@functools.cache
-def worker_kind() -> tuple[model.Target, model.CompilerFingerprint]:
-    """Runs on a worker: its target and compiler."""
-    from tuned_kernels.hardware import compiler_fingerprint, detect
-    from tuned_kernels.hardware.probe import interpret_without_gpu
-
-    interpret_without_gpu()
-    target = detect()
-    return target, compiler_fingerprint(target)
-
-
 def kind_resource(kind: Kind) -> str:
     return f"tuned-kernels:{kind.label}"
 
@@ -294,13 +286,14 @@ def _files_for(request: TuneRequest, kinds: Sequence[Kind], created_at: str) -> 
 
 
 class _Run:
-    """One `--dask` run's tasks: a few consecutive items each (a worker compiles the next item's configs
-    while it measures one, as a one-process tune does), fewer toward the end (`chunked`); per kind, two tasks
-    a worker are out at a time (one running, the next waiting on it), the implementation choices of a kind
-    once the rest of that kind finished; each finished task's entries go to its kind's file."""
+    """One `--dask` run's work, kind by kind: a stream on each worker of the kind, claiming keys from the
+    kind's queue of positions in the run's order and telling each one it finished; then a task of one key
+    for any key no stream told (a worker that died holding it); then the kind's implementation choices, with
+    every winner. Each told key's entries go to its kind's file as they come."""
 
     def __init__(
         self,
+        distributed: Any,
         client: Any,
         request: TuneRequest,
         items: Sequence[WorkItem],
@@ -308,190 +301,118 @@ class _Run:
         files: dict[Kind, KindFile],
         workers: dict[Kind, int],
     ) -> None:
-        self.client, self.items, self.files = client, items, files
+        self.distributed, self.client, self.items, self.files, self.workers = (
+            distributed, client, items, files, workers,
+        )  # fmt: skip
         self.spec = json.dumps(request.to_json())
-        choices = {i for i in kept if is_choice(items[i])}
-        self.later = sorted(choices)
-        self.first = [i for i in kept if i not in choices]
-        starting = self.first or self.later  # a corpus of implementation choices alone starts with them
-        self.backlog = {kind: chunked(starting, workers.get(kind, 1)) for kind in files}
-        self.window = {kind: 2 * workers.get(kind, 1) for kind in files}
+        choices = [i for i in kept if is_choice(items[i])]
+        others = [i for i in kept if not is_choice(items[i])]
+        self.streamed, self.after = (others, choices) if others else (choices, [])
         budget = request.options.time_budget_s  # no key starts after it, on any worker (as in one process)
         self.deadline = None if budget is None else time.time() + budget
-        self.pending: dict[Any, tuple[Kind, tuple[int, ...]]] = {}
-        self.waiting_for_first = dict.fromkeys(files, len(self.first))
+        token = uuid.uuid4().hex
+        self.queues = {kind: (f"tuned-kernels-{token}-claims-{n}", f"tuned-kernels-{token}-told-{n}")
+                       for n, kind in enumerate(files)}  # fmt: skip
+        self.told: dict[Kind, set[int]] = {kind: set() for kind in files}  # positions of `streamed`
         self.reports: list[TuneReport] = []
+        self.progress, self.finished, self.started = Progress(sys.stderr), 0, time.monotonic()
+        self.total = (len(self.streamed) + len(self.after)) * len(files)
 
-    def start(self) -> list[Any]:
-        """The first tasks of every kind."""
-        return [f for kind in self.files for f in self.next_of(kind, self.window[kind])]
+    def run(self) -> list[TuneReport]:
+        streams = {f: kind for kind in self.files for f in self.start_streams(kind)}
+        told = {kind: self.distributed.Queue(self.queues[kind][1], client=self.client) for kind in self.files}
+        while any(not f.done() for f in streams):
+            if not self.take_told(told):
+                time.sleep(POLL_S)
+        self.take_told(told)  # what a stream told before it ended
+        for future in streams:
+            with contextlib.suppress(Exception):  # a stream that failed: its keys untold are tuned below
+                self.reports.append(TuneReport.from_json(future.result()["report"]))
+        untold = [(kind, self.streamed[p]) for kind in self.files for p in range(len(self.streamed))
+                  if p not in self.told[kind]]  # fmt: skip
+        self.run_tasks(untold)
+        self.run_tasks([(kind, i) for kind in self.files for i in self.after])
+        self.progress.close()
+        for file in self.files.values():
+            if not file.path.exists():
+                file.save()  # a kind with nothing new still writes a valid file
+        return self.reports
 
-    def next_of(self, kind: Kind, count: int) -> list[Any]:
-        """Up to `count` more of `kind`'s tasks submitted."""
-        chunks, self.backlog[kind] = self.backlog[kind][:count], self.backlog[kind][count:]
-        return [self.submit(kind, chunk) for chunk in chunks]
+    def start_streams(self, kind: Kind) -> list[Any]:
+        """The kind's queue of positions filled, and a stream submitted for each of its workers."""
+        claims = self.distributed.Queue(self.queues[kind][0], client=self.client)
+        for position in [*range(len(self.streamed)), *[END] * (2 * self.workers.get(kind, 1))]:
+            claims.put(position)
+        answers = self.files[kind].answers()
+        return [
+            self.client.submit(
+                stream_on_worker,
+                self.spec,
+                self.streamed,
+                answers,
+                self.deadline,
+                *self.queues[kind],
+                key=f"stream-{kind.label}-{n}-{self.queues[kind][0]}",
+                resources=self.resources(kind),
+                retries=RETRIES,
+                pure=False,
+            )
+            for n in range(self.workers.get(kind, 1))
+        ]
 
-    def submit(self, kind: Kind, chunk: tuple[int, ...]) -> Any:
-        answers = self.files[kind].answers()  # in each task: data scattered to a worker dies with it
-        future = self.client.submit(
-            tune_on_worker, self.spec, chunk, answers, self.deadline,
-            key=f"tune-{kind.label}-{chunk[0]}-{chunk[-1]}", resources={GPU: 1, kind_resource(kind): 1},
-            retries=RETRIES, pure=False,
-        )  # fmt: skip
-        self.pending[future] = (kind, chunk)
-        return future
-
-    def collect(self, future: Any) -> tuple[list[Sequence[Any]], list[Any]]:
-        """A finished task's entries saved to its kind's file: what to tell of each of its items, and the
-        tasks it lets start (the next of its kind; its kind's implementation choices, after its last other
-        item)."""
+    def take_told(self, told: dict[Kind, Any]) -> bool:
+        """What the streams told since last asked, kept; False when there was nothing."""
         from tuned_kernels.results.files import decode_results
 
-        kind, chunk = self.pending.pop(future)
-        try:
-            returned = future.result()
-            results = decode_results(returned["results"], "worker.pb")
-            report, said = TuneReport.from_json(returned["report"]), returned["said"]
-        except Exception as exc:  # a task that failed every retry: the run goes on without those keys
-            cases = ", ".join(self.items[i].case.id for i in chunk)
-            report = TuneReport(failed=[f"{self.items[chunk[0]].family.name} {cases} on {kind.label}: {exc}"])
-            results, said = (
-                None,
-                [(self.items[i].family.name, self.items[i].case.id, 0, f"FAILED: {exc}") for i in chunk],
-            )
-        more = self.next_of(kind, 1)  # submitted before the file is written: its worker is not kept waiting
-        if results is not None and results.entries:
+        any_told = False
+        for kind, queue in told.items():
+            for message in queue.get(batch=True):
+                any_told = True
+                self.told[kind].add(int(message["position"]))
+                self.keep(kind, decode_results(message["results"], "told.pb"))
+                self.reports.append(TuneReport.from_json(message["report"]))
+                self.tell([message["said"]])
+        return any_told
+
+    def run_tasks(self, work: Sequence[tuple[Kind, int]]) -> None:
+        """A task for each (kind, item), every one out at once; what each found kept as it finishes."""
+        from tuned_kernels.results.files import decode_results
+
+        futures = {self.submit(kind, i): (kind, i) for kind, i in work}
+        for future in self.distributed.as_completed(list(futures)):
+            kind, i = futures[future]
+            try:
+                returned = future.result()
+                self.keep(kind, decode_results(returned["results"], "worker.pb"))
+                self.reports.append(TuneReport.from_json(returned["report"]))
+                self.tell(returned["said"])
+            except Exception as exc:  # a task that failed every retry: the run goes on without its key
+                item = self.items[i]
+                self.reports.append(
+                    TuneReport(failed=[f"{item.family.name} {item.case.id} on {kind.label}: {exc}"])
+                )
+                self.tell([(item.family.name, item.case.id, 0, f"FAILED: {exc}")])
+
+    def submit(self, kind: Kind, i: int) -> Any:
+        answers = self.files[kind].answers()  # in each task: data scattered to a worker dies with it
+        return self.client.submit(
+            tune_on_worker, self.spec, (i,), answers, self.deadline,
+            key=f"tune-{kind.label}-{i}-{self.queues[kind][0]}", resources=self.resources(kind),
+            retries=RETRIES, pure=False,
+        )  # fmt: skip
+
+    def resources(self, kind: Kind) -> dict[str, int]:
+        return {GPU: 1, kind_resource(kind): 1}
+
+    def keep(self, kind: Kind, results: model.Results) -> None:
+        if results.entries:
             self.files[kind].add(results)
             self.files[kind].save()
-        self.reports.append(report)
-        if chunk[0] in self.later or not self.first:
-            return said, more
-        self.waiting_for_first[kind] -= len(chunk)
-        if self.waiting_for_first[kind] == 0 and self.later:
-            more += [self.submit(kind, chunk) for chunk in chunked(self.later, 1)]
-        return said, more
 
-
-def _tune_every_kind(distributed: Any, run: _Run) -> list[TuneReport]:
-    """Every item on every kind of worker, with progress as tasks finish."""
-    progress = Progress(sys.stderr)
-    total = (len(run.first) + len(run.later)) * len(run.files)
-    started, finished = time.monotonic(), 0
-    queue = distributed.as_completed(run.start())
-    for future in queue:
-        said, more = run.collect(future)
-        queue.update(more)
-        finished = _tell(progress, said, finished, total, started)
-    progress.close()
-    for file in run.files.values():
-        if not file.path.exists():
-            file.save()  # a kind with nothing new still writes a valid file
-    return run.reports
-
-
-def chunked(indices: Sequence[int], workers: int) -> list[tuple[int, ...]]:
-    """`indices` cut into consecutive tasks of up to 4 items (each compiling while the one before it is
-    measured), smaller as fewer items remain: a task holds at most half the remaining items' share of one
-    worker, so the last tasks, which decide when the run ends, are single items."""
-    chunks, at = [], 0
-    while at < len(indices):
-        size = max(1, min(4, (len(indices) - at) // (2 * max(1, workers))))
-        chunks.append(tuple(indices[at : at + size]))
-        at += size
-    return chunks
-
-
-def _tell(
-    progress: Progress, said: Sequence[Sequence[Any]], finished: int, total: int, started: float
-) -> int:
-    """One progress line per item a task finished (its worker's summary of it); the count finished now."""
-    for family, case, measured, summary in said:
-        finished += 1
-        event = ProgressEvent(finished, total, family, case, measured, measured, None, None,
-                              time.monotonic() - started, summary)  # fmt: skip
-        progress(event)
-    return finished
-
-
-_WORKER_STATE: dict[str, tuple[Sequence[WorkItem], Any]] = {}
-
-
-def tune_on_worker(
-    spec: str, indices: Sequence[int], answers: bytes, deadline: float | None
-) -> dict[str, Any]:
-    """Runs on a worker: tunes items `indices` of the request `spec` in order, given its kind's finished
-    entries (`answers`: skipped when its key is among them, and what an implementation choice launches
-    with), starting none after `deadline` (time.time()). Returns the new entries with their compiled
-    kernels, as our results format, and the report."""
-    from tuned_kernels.hardware.probe import interpret_without_gpu
-
-    interpret_without_gpu()  # before the corpus defines its kernels: the interpreter on a CPU worker
-    from tuned_kernels.results.files import decode_results, encode_results
-
-    items, tuner = _worker_state(spec)
-    done = {e.slot: e for e in decode_results(answers, "answers.pb").entries}
-    before = set(done)
-    tuner.blobs.clear()
-    tuner.times = TuneTimes()  # this task's own
-    budget = None if deadline is None else max(0.0, deadline - time.time())
-    tuner.options = dataclasses.replace(tuner.options, time_budget_s=budget)
-    said: list[tuple[str, str, int, str]] = []  # each item's summary, as a one-process tune prints it
-    measured: dict[tuple[str, str], int] = {}  # configs measured per item (its summary event says none)
-
-    def tell(event: ProgressEvent) -> None:
-        item = (event.family, event.case)
-        measured[item] = max(measured.get(item, 0), event.configs_done)
-        if event.summary is not None:
-            said.append((*item, measured[item], event.summary))
-
-    tuner.on_progress = tell
-    from tuned_kernels import resolving
-
-    with resolving.installed(None):  # the tuner measures configs itself: bundles must not answer for it
-        run = TuneRun(tuner, [items[i] for i in indices], done, EVERY_ITEM, _worker_name())
-        report = run.run(lambda _: None)
-    new = tuple(e for slot, e in done.items() if slot not in before)  # in the order tuned
-    header = header_now(tuner.target, model.Producer.TUNE, "1970-01-01T00:00:00Z")
-    results = model.Results(header, new, model.referenced_blobs(new, tuner.blobs))
-    return {"results": encode_results(results, "r.pb"), "report": dataclasses.asdict(report), "said": said}
-
-
-def _worker_name() -> str:
-    """The Dask worker running this task, as the time split names its GPU."""
-    import distributed
-
-    return str(distributed.get_worker().name)
-
-
-async def warm_up(spec: str) -> None:
-    """Runs on each worker as the run starts, off its event loop (which keeps answering the scheduler): the
-    corpus loaded, the tuner made and the first key probed on `meta` (its one-time imports), while the
-    client still finds the order."""
-    import asyncio
-
-    await asyncio.get_running_loop().run_in_executor(None, _warm, spec)
-
-
-def _warm(spec: str) -> None:
-    """Best effort: a worker that fails here fails its first task alike, which says why."""
-    from tuned_kernels.hardware.probe import interpret_without_gpu
-
-    interpret_without_gpu()
-    with contextlib.suppress(Exception):
-        items, _ = _worker_state(spec)
-        if items:
-            slot_on_meta(items[0])
-
-
-def _worker_state(spec: str) -> tuple[Sequence[WorkItem], Any]:
-    """This worker's items and tuner for the request `spec`, made at its first task (or warm-up) and kept."""
-    from tuned_kernels.hardware import detect
-
-    if spec in _WORKER_STATE:
-        return _WORKER_STATE[spec]
-    request = TuneRequest.from_json(json.loads(spec))
-    families = select_families(load_corpus(request.corpus), request.kernels)
-    items = work_items(families, request.shapes, request.options.shard)
-    tuner = tuner_for(request, detect(), lambda _: None, {})
-    _WORKER_STATE[spec] = (items, tuner)
-    return items, tuner
+    def tell(self, said: Sequence[Sequence[Any]]) -> None:
+        """One progress line per item finished (its worker's summary of it)."""
+        for family, case, measured, summary in said:
+            self.finished += 1
+            event = ProgressEvent(self.finished, self.total, family, case, measured, measured, None, None,
+                                  time.monotonic() - self.started, summary)  # fmt: skip
+            self.progress(event)

@@ -22,6 +22,17 @@ class TuneOptions:
     artifacts: str = "winners"  # none | winners | all (every config that passed its check)
 
 
+COUNTS = (
+    "tuned",
+    "resumed",
+    "other_kernel",
+    "configs_benchmarked",
+    "rejected",
+    "artifacts",
+    "artifact_bytes",
+)
+
+
 @dataclass
 class TuneReport:
     cases: int = 0
@@ -58,6 +69,27 @@ class TuneReport:
         report = TuneReport(**{**data, "gpus": []})
         report.gpus = [GpuTime(**g) for g in data.get("gpus", [])]
         return report
+
+    def since(self, earlier: TuneReport) -> TuneReport:
+        """What this report counted after it stood at `earlier` (a copy of it, taken then)."""
+        added = TuneReport(failed=self.failed[len(earlier.failed) :])
+        for name in COUNTS:
+            setattr(added, name, getattr(self, name) - getattr(earlier, name))
+        for family, n in self.per_family.items():
+            if n != earlier.per_family.get(family, 0):
+                added.per_family[family] = n - earlier.per_family.get(family, 0)
+        for family, names in self.launched_instead.items():
+            for name in names:
+                if name not in earlier.launched_instead.get(family, []):
+                    added.note_launched(family, name)
+        return added
+
+    def times_only(self) -> TuneReport:
+        """Its times, without the counts (told apart, key by key)."""
+        return TuneReport(
+            cases=self.cases, seconds=self.seconds, stopped_early=self.stopped_early,
+            compile_seconds=self.compile_seconds, benchmark_seconds=self.benchmark_seconds, gpus=self.gpus,
+        )  # fmt: skip
 
     def add(self, family: str, entry: model.Entry) -> None:
         self.tuned += 1

@@ -199,24 +199,36 @@ def test_workers_of_another_compiler_get_their_own_file(tmp_path: Path, mixed_cl
     assert all(len(slots(f)) == KEYS for f in files)
 
 
-@pytest.mark.parametrize(
-    ("items", "workers", "sizes"),
-    [
-        (6, 2, [1] * 6),
-        (40, 4, [4] * 3 + [3] * 2 + [2] * 4 + [1] * 14),
-        (60, 4, [4] * 8 + [3] * 2 + [2] * 4 + [1] * 14),  # 4 GPUs: the last 14 keys one a task
-        (250, 8, [4] * 47 + [3] * 5 + [2] * 8 + [1] * 31),
-        (3, 1, [1] * 3),
-    ],
-)
-def test_tasks_hold_up_to_four_consecutive_keys_and_single_keys_at_the_end(
-    items: int, workers: int, sizes: list[int]
-) -> None:
-    from tuned_kernels.aot.dask_tune import chunked
+class ListQueue:
+    """The scheduler's queue as the streams see it: first in, first out; empty raises TimeoutError."""
 
-    chunks = chunked(range(items), workers)
-    assert [len(c) for c in chunks] == sizes
-    assert [i for c in chunks for i in c] == list(range(items))  # every key once, in order
+    def __init__(self, values: list[int]) -> None:
+        self.values = values
+
+    def get(self, timeout: float) -> int:
+        if not self.values:
+            raise TimeoutError
+        return self.values.pop(0)
+
+
+def test_streams_claim_each_key_once_in_order_as_they_reach_it_and_stop_at_the_end() -> None:
+    """Two streams walking the run's items (as TuneRun asks its claims, item by item, in order), one of them
+    slower: each position is tuned by exactly one of them, the faster takes more, and both stop at END."""
+    from tuned_kernels.aot.dask_worker import END, QueueClaims
+
+    queue = ListQueue([*range(10), END, END])
+    fast, slow = QueueClaims(queue), QueueClaims(queue)
+    taken: dict[str, list[int]] = {"fast": [], "slow": []}
+    walks = {"fast": iter(range(10)), "slow": iter(range(10))}
+    for turn in ["fast", "slow", "fast", "fast", "slow", "fast", "fast", "fast", "slow", "fast"] * 3:
+        claims = fast if turn == "fast" else slow
+        for i in walks[turn]:  # the walk goes on to the next item it claims
+            if claims.take(i):
+                taken[turn].append(i)
+                break
+    assert sorted(taken["fast"] + taken["slow"]) == list(range(10))
+    assert len(taken["fast"]) > len(taken["slow"]) and taken["slow"] == sorted(taken["slow"])
+    assert not any(fast.take(i) or slow.take(i) for i in range(10, 20))  # END: nothing more for either
 
 
 def test_implementation_choices_are_tuned_after_the_kernels_they_choose_between(tmp_path: Path) -> None:

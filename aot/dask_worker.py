@@ -1,0 +1,213 @@
+"""What runs on a Dask worker for `tune --dask`: a stream that tunes the keys it claims, one at a time from
+the run's queue on the scheduler, until none is left (as tune's own worker processes take theirs from
+claim files), telling the client each finished key as it finishes; a task that tunes given keys (those no
+stream finished, and implementation choices); and the warm-up as the run starts.
+
+Keys go out in the run's order through a `distributed.Queue` of positions: each worker gets the next one when
+it reaches it, so a GPU that finishes early takes more, and the next key's configs compile on its threads
+while the one before is measured, across keys of every size. What a worker sends back is our results
+format and plain numbers, never a pickled object of ours.
+"""
+
+from __future__ import annotations
+
+import copy
+import dataclasses
+import functools
+import json
+from collections.abc import Sequence
+from typing import Any
+
+from tuned_kernels.aot.corpus_loader import load_corpus, select_families
+from tuned_kernels.aot.progress import ProgressEvent
+from tuned_kernels.aot.tune_command import TuneRequest, header_now, tuner_for
+from tuned_kernels.aot.tune_report import TuneReport, TuneTimes
+from tuned_kernels.aot.tune_run import TuneRun
+from tuned_kernels.aot.tuner import Tuner, slot_on_meta
+from tuned_kernels.aot.work import EVERY_ITEM, WorkItem, work_items
+
+from tuned_kernels import model
+
+END = -1  # put after the run's positions, once per stream: no key left
+LAST_WAIT_S = 5.0  # a stream that finds the queue empty (its END taken by a stream re-run) waits this long
+
+
+class QueueClaims:
+    """A stream's claims: the positions it gets from the run's queue, in the order handed out (every stream
+    gets them in increasing order, so an item before the one it holds is another stream's)."""
+
+    def __init__(self, queue: Any) -> None:
+        self.queue = queue
+        self.held: int | None = None  # the position got and not yet reached
+
+    def take(self, index: int) -> bool:
+        if self.held is None:
+            self.held = self._next()
+        if self.held != index:
+            return False
+        self.held = None
+        return True
+
+    def _next(self) -> int:
+        try:
+            position = int(self.queue.get(timeout=LAST_WAIT_S))
+        except TimeoutError:
+            position = END
+        return position if position != END else 1 << 62  # past every item: none is this stream's
+
+
+def stream_on_worker(
+    spec: str, order: Sequence[int], answers: bytes, deadline: float | None, claims: str, told: str
+) -> dict[str, Any]:
+    """Runs on a worker: tunes the items of the request `spec` at the positions of `order` it claims from
+    the queue named `claims`, given its kind's finished entries (`answers`); each claimed item finished
+    (tuned, skipped or failed) is told on the queue named `told` with its new entries and what it added to
+    the report. Returns the stream's report: its GPU's time split and times (its counts are in the told)."""
+    items, tuner, done = _task_state(spec, answers, deadline)
+    out = _queue(told)
+    sent, measured = set(done), dict[tuple[str, str], int]()
+    run = TuneRun(tuner, [items[i] for i in order], done, QueueClaims(_queue(claims)), _worker_name())
+    counted = copy.deepcopy(run.report)
+
+    def tell(event: ProgressEvent) -> None:
+        nonlocal counted
+        item = (event.family, event.case)
+        measured[item] = max(measured.get(item, 0), event.configs_done)
+        if event.summary is None:
+            return
+        new = tuple(e for slot, e in done.items() if slot not in sent)
+        sent.update(e.slot for e in new)
+        added, counted = run.report.since(counted), copy.deepcopy(run.report)
+        out.put({
+            "position": event.index - 1, "said": [*item, measured[item], event.summary],
+            "results": _encoded(tuner, new), "report": dataclasses.asdict(added),
+        })  # fmt: skip
+
+    tuner.on_progress = tell
+    report = _run(run)
+    return {"report": dataclasses.asdict(report.times_only())}
+
+
+def tune_on_worker(
+    spec: str, indices: Sequence[int], answers: bytes, deadline: float | None
+) -> dict[str, Any]:
+    """Runs on a worker: tunes items `indices` of the request `spec` in order, given its kind's finished
+    entries (`answers`: skipped when its key is among them, and what an implementation choice launches
+    with), starting none after `deadline` (time.time()). Returns the new entries with their compiled
+    kernels, as our results format, and the report."""
+    items, tuner, done = _task_state(spec, answers, deadline)
+    before = set(done)
+    said: list[tuple[str, str, int, str]] = []  # each item's summary, as a one-process tune prints it
+    measured: dict[tuple[str, str], int] = {}  # configs measured per item (its summary event says none)
+
+    def tell(event: ProgressEvent) -> None:
+        item = (event.family, event.case)
+        measured[item] = max(measured.get(item, 0), event.configs_done)
+        if event.summary is not None:
+            said.append((*item, measured[item], event.summary))
+
+    tuner.on_progress = tell
+    report = _run(TuneRun(tuner, [items[i] for i in indices], done, EVERY_ITEM, _worker_name()))
+    new = tuple(e for slot, e in done.items() if slot not in before)  # in the order tuned
+    return {"results": _encoded(tuner, new), "report": dataclasses.asdict(report), "said": said}
+
+
+def _task_state(
+    spec: str, answers: bytes, deadline: float | None
+) -> tuple[Sequence[WorkItem], Tuner, dict[model.EntrySlot, model.Entry]]:
+    """This worker's items and tuner, readied for one task: its own times and blobs, the time left until
+    `deadline`, and the finished entries it starts from."""
+    import time
+
+    from tuned_kernels.hardware.probe import interpret_without_gpu
+
+    interpret_without_gpu()  # before the corpus defines its kernels: the interpreter on a CPU worker
+    from tuned_kernels.results.files import decode_results
+
+    items, tuner = _worker_state(spec)
+    tuner.blobs.clear()
+    tuner.times = TuneTimes()  # this task's own
+    budget = None if deadline is None else max(0.0, deadline - time.time())
+    tuner.options = dataclasses.replace(tuner.options, time_budget_s=budget)
+    return items, tuner, {e.slot: e for e in decode_results(answers, "answers.pb").entries}
+
+
+def _run(run: TuneRun) -> TuneReport:
+    from tuned_kernels import resolving
+
+    with resolving.installed(None):  # the tuner measures configs itself: bundles must not answer for it
+        return run.run(lambda _: None)
+
+
+def _encoded(tuner: Tuner, entries: tuple[model.Entry, ...]) -> bytes:
+    from tuned_kernels.results.files import encode_results
+
+    header = header_now(tuner.target, model.Producer.TUNE, "1970-01-01T00:00:00Z")
+    return encode_results(
+        model.Results(header, entries, model.referenced_blobs(entries, tuner.blobs)), "r.pb"
+    )
+
+
+def _queue(name: str) -> Any:
+    """The run's queue `name` on the scheduler, through this worker's client."""
+    import distributed
+
+    queue: Any = distributed.Queue
+    return queue(name, client=distributed.get_client())
+
+
+def _worker_name() -> str:
+    """The Dask worker running this task, as the time split names its GPU."""
+    import distributed
+
+    return str(distributed.get_worker().name)
+
+
+async def warm_up(spec: str) -> None:
+    """Runs on each worker as the run starts, off its event loop (which keeps answering the scheduler): the
+    corpus loaded, the tuner made and the first key probed on `meta` (its one-time imports), while the
+    client still finds the order."""
+    import asyncio
+
+    await asyncio.get_running_loop().run_in_executor(None, _warm, spec)
+
+
+def _warm(spec: str) -> None:
+    """Best effort: a worker that fails here fails its first task alike, which says why."""
+    import contextlib
+
+    from tuned_kernels.hardware.probe import interpret_without_gpu
+
+    interpret_without_gpu()
+    with contextlib.suppress(Exception):
+        items, _ = _worker_state(spec)
+        if items:
+            slot_on_meta(items[0])
+
+
+@functools.cache
+def worker_kind() -> tuple[model.Target, model.CompilerFingerprint]:
+    """Runs on a worker: its target and compiler."""
+    from tuned_kernels.hardware import compiler_fingerprint, detect
+    from tuned_kernels.hardware.probe import interpret_without_gpu
+
+    interpret_without_gpu()
+    target = detect()
+    return target, compiler_fingerprint(target)
+
+
+_WORKER_STATE: dict[str, tuple[Sequence[WorkItem], Tuner]] = {}
+
+
+def _worker_state(spec: str) -> tuple[Sequence[WorkItem], Tuner]:
+    """This worker's items and tuner for the request `spec`, made at its first task (or warm-up) and kept."""
+    from tuned_kernels.hardware import detect
+
+    if spec in _WORKER_STATE:
+        return _WORKER_STATE[spec]
+    request = TuneRequest.from_json(json.loads(spec))
+    families = select_families(load_corpus(request.corpus), request.kernels)
+    items = work_items(families, request.shapes, request.options.shard)
+    tuner = tuner_for(request, detect(), lambda _: None, {})
+    _WORKER_STATE[spec] = (items, tuner)
+    return items, tuner
