@@ -143,7 +143,7 @@ def run_on_dask(
         with _client(distributed, address, timeout_s) as client:
             workers = _kinds_of_workers(distributed, client)
             with contextlib.suppress(Exception):  # best effort: a worker that fails here fails its task alike
-                client.run(warm_up, json.dumps(request.to_json()))
+                client.run(warm_up, json.dumps(request.to_json()), _workers_by_host(client))
             kept = order.result()
             startup = time.monotonic() - start  # the cluster up, every worker's kind known and warm
             files = _files_for(request, list(workers), created_at)
@@ -241,6 +241,12 @@ def _kinds_of_workers(distributed: Any, client: Any) -> dict[Kind, int]:
         kind = Kind.of(target, compiler)
         kinds[kind] = kinds.get(kind, 0) + 1
     return kinds
+
+
+def _workers_by_host(client: Any) -> dict[str, int]:
+    """How many of the cluster's workers run on each host."""
+    hosts = [info.get("host", "") for info in client.scheduler_info(n_workers=-1)["workers"].values()]
+    return {host: hosts.count(host) for host in set(hosts)}
 
 
 def _worker_resources(dask_worker: Any) -> dict[str, float]:

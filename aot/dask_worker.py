@@ -21,7 +21,7 @@ from typing import Any
 from tuned_kernels.aot.corpus_loader import load_corpus, select_families
 from tuned_kernels.aot.progress import ProgressEvent
 from tuned_kernels.aot.tune_command import TuneRequest, header_now, tuner_for
-from tuned_kernels.aot.tune_report import TuneReport, TuneTimes
+from tuned_kernels.aot.tune_report import TuneReport, TuneTimes, shared_jobs
 from tuned_kernels.aot.tune_run import TuneRun
 from tuned_kernels.aot.tuner import Tuner, slot_on_meta
 from tuned_kernels.aot.work import EVERY_ITEM, WorkItem, work_items
@@ -163,12 +163,17 @@ def _worker_name() -> str:
     return str(distributed.get_worker().name)
 
 
-async def warm_up(spec: str) -> None:
-    """Runs on each worker as the run starts, off its event loop (which keeps answering the scheduler): the
-    corpus loaded, the tuner made and the first key probed on `meta` (its one-time imports), while the
-    client still finds the order."""
+async def warm_up(spec: str, workers_by_host: dict[str, int], dask_worker: Any = None) -> None:
+    """Runs on each worker as the run starts, off its event loop (which keeps answering the scheduler): told
+    how many of the cluster's workers share its host (`workers_by_host`: their compile threads share its
+    CPUs), the corpus loaded, the tuner made and the first key probed on `meta` (its one-time imports),
+    while the client still finds the order."""
     import asyncio
 
+    from distributed.comm.addressing import get_address_host
+
+    host = get_address_host(dask_worker.address)  # (Dask's `client.run` passes its worker by this name)
+    _HOST.update(sharing=max(1, workers_by_host.get(host, 1)))
     await asyncio.get_running_loop().run_in_executor(None, _warm, spec)
 
 
@@ -197,6 +202,7 @@ def worker_kind() -> tuple[model.Target, model.CompilerFingerprint]:
 
 
 _WORKER_STATE: dict[str, tuple[Sequence[WorkItem], Tuner]] = {}
+_HOST = {"sharing": 1}  # the cluster's workers on this worker's host, as the warm-up was told
 
 
 def _worker_state(spec: str) -> tuple[Sequence[WorkItem], Tuner]:
@@ -206,6 +212,7 @@ def _worker_state(spec: str) -> tuple[Sequence[WorkItem], Tuner]:
     if spec in _WORKER_STATE:
         return _WORKER_STATE[spec]
     request = TuneRequest.from_json(json.loads(spec))
+    request = dataclasses.replace(request, options=shared_jobs(request.options, _HOST["sharing"]))
     families = select_families(load_corpus(request.corpus), request.kernels)
     items = work_items(families, request.shapes, request.options.shard)
     tuner = tuner_for(request, detect(), lambda _: None, {})

@@ -27,7 +27,7 @@ from tuned_kernels.aot import tune_run
 from tuned_kernels.aot.corpus_loader import load_corpus, select_families
 from tuned_kernels.aot.kinds import is_choice
 from tuned_kernels.aot.progress import Progress, ProgressEvent
-from tuned_kernels.aot.tune_report import TuneOptions, TuneReport, merge_reports, time_split
+from tuned_kernels.aot.tune_report import TuneOptions, TuneReport, merge_reports, shared_jobs, time_split
 from tuned_kernels.aot.tuner import Tuner, slot_on_meta, tuning_order
 from tuned_kernels.aot.work import EVERY_ITEM, Claims, WorkItem, visible_device_id, work_items
 from tuned_kernels.hardware import compiler_fingerprint, detect
@@ -96,6 +96,7 @@ def run_tune(request: TuneRequest, created_at: str) -> TuneReport:
     target = detect()
     gpus = torch.cuda.device_count() if target.arch != "cpu" else 0
     many = gpus > 1
+    request = dataclasses.replace(request, options=shared_jobs(request.options, max(1, gpus)))
     report = (
         _run_workers(request, gpus, target, created_at) if many else _tune_here(request, target, created_at)
     )

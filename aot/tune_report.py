@@ -4,6 +4,7 @@ shared by several processes or Dask tasks), with where each GPU's time went (`Gp
 from __future__ import annotations
 
 import dataclasses
+import os
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -17,7 +18,9 @@ class TuneOptions:
     strategy: str = "exhaustive"  # or "seeded"
     shard: tuple[int, int] = (0, 1)  # (index, count)
     time_budget_s: float | None = None
-    jobs: int = 1  # compile threads
+    jobs: int = (
+        1  # compile threads; 0: this host's CPUs shared among the processes tuning on it (`shared_jobs`)
+    )
     seed: int = 0
     artifacts: str = "winners"  # none | winners | all (every config that passed its check)
 
@@ -31,6 +34,15 @@ COUNTS = (
     "artifacts",
     "artifact_bytes",
 )
+
+
+def shared_jobs(options: TuneOptions, sharing: int) -> TuneOptions:
+    """`options` with its compile threads set: as given, or (0) this host's CPUs divided among the `sharing`
+    processes tuning on it, so that several GPUs' compile threads do not outnumber its cores (each process
+    then waits for the interpreter lock to launch and time its kernels, and its GPU idles)."""
+    if options.jobs > 0:
+        return options
+    return dataclasses.replace(options, jobs=max(1, (os.cpu_count() or 1) // max(1, sharing)))
 
 
 @dataclass

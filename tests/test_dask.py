@@ -231,6 +231,18 @@ def test_streams_claim_each_key_once_in_order_as_they_reach_it_and_stop_at_the_e
     assert not any(fast.take(i) or slow.take(i) for i in range(10, 20))  # END: nothing more for either
 
 
+def test_each_worker_learns_how_many_of_the_clusters_workers_share_its_host() -> None:
+    from tuned_kernels.aot.dask_tune import _workers_by_host
+
+    class Client:
+        def scheduler_info(self, n_workers: int) -> dict:
+            assert n_workers == -1  # every worker, not Dask's first few
+            hosts = ["10.0.0.1", "10.0.0.1", "10.0.0.2", "10.0.0.1"]
+            return {"workers": {f"tcp://{h}:{4000 + i}": {"host": h} for i, h in enumerate(hosts)}}
+
+    assert _workers_by_host(Client()) == {"10.0.0.1": 3, "10.0.0.2": 1}
+
+
 def test_implementation_choices_are_tuned_after_the_kernels_they_choose_between(tmp_path: Path) -> None:
     """ops.matmul's choice times the Triton matmul with its winner: its keys start once every matmul key of
     the kind finished (the progress lines, in the order the tasks finished)."""

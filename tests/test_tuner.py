@@ -201,6 +201,20 @@ def test_configs_within_timing_noise_of_the_fastest_keep_the_kernels_first_so_ru
     assert winner({space[0]: None, space[1]: None}, space) is None  # every config rejected
 
 
+def test_compile_threads_by_default_share_the_hosts_cpus_among_the_gpus_tuning_on_it(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """Four GPUs' processes with a thread per core each would hold 4 threads per core: each then waits to
+    launch and time its kernels, and its GPU idles. --jobs given is kept."""
+    import os
+
+    from tuned_kernels.aot.tune_report import shared_jobs
+
+    monkeypatch.setattr(os, "cpu_count", lambda: 64)
+    assert [shared_jobs(TuneOptions(jobs=0), n).jobs for n in (1, 2, 4, 128)] == [64, 32, 16, 1]
+    assert shared_jobs(TuneOptions(jobs=8), 4).jobs == 8
+
+
 def test_matmul_seeds_follow_the_shape_and_the_chip() -> None:
     from tuned_kernels.kernels.matmul import matmul_configs
     from tuned_kernels.triton_edge.keys import config_from_triton

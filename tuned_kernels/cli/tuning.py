@@ -5,7 +5,6 @@ from __future__ import annotations
 import argparse
 import dataclasses
 import json
-import os
 import sys
 from typing import Any
 
@@ -73,8 +72,9 @@ def add_how_to_tune(p: Any) -> None:
     p.add_argument(
         "--jobs",
         type=positive_int,
-        default=os.cpu_count() or 1,
-        help="threads compiling the next key's configs while this one is timed (GPU targets)",
+        default=0,
+        help="threads compiling the next key's configs while this one is timed (GPU targets; default: the "
+        "host's CPUs, divided among the GPUs tuning on it)",
     )
     p.add_argument(
         "--time-budget",
