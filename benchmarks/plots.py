@@ -1,12 +1,13 @@
 """The plots in BENCHMARKS.md, drawn as SVG from the result files (no plotting library needed):
 
-    python benchmarks/plots.py [COLD.json [MATMUL.json]] [--speedup SPEEDUP.json] [-o benchmarks/plots]
+    python benchmarks/plots.py [COLD.json [MATMUL.json]] [--speedup SPEEDUP.json ...] [-o benchmarks/plots]
 
 cold-start.svg: seconds to run the 8-key workload in a fresh process, per cache state (median of the runs).
 matmul-vs-cublas.svg: per full-matmul key, the Triton matmul's and ops.matmul's time over cuBLAS's
 (kernel alone; below 1 is faster than cuBLAS).
-tuning-speedup.svg (with --speedup FILE): one fixed set of keys tuned to the end on 1, 2 and 4 GPUs, the
-speed-up over one GPU by tune's own workers and by Dask, with the ideal line.
+tuning-speedup.svg (with --speedup FILE ...): one fixed set of keys tuned to the end on 1, 2 and 4 GPUs, the
+speed-up over one GPU by tune's own workers and by Dask (each against its own machine's 1-GPU run), with
+the ideal line.
 """
 
 from __future__ import annotations
@@ -16,6 +17,7 @@ import json
 import math
 import statistics
 from html import escape
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
@@ -116,11 +118,22 @@ def matmul_vs_cublas(results: dict[str, Any]) -> str:
     return _svg(body, "Matmul vs cuBLAS per key, time (below 1: faster than cuBLAS)")
 
 
-def tuning_speedup(results: dict[str, Any]) -> str:
+def speedups(files: Sequence[dict[str, Any]]) -> dict[tuple[str, int], float]:
+    """(via, GPUs) -> speed-up over one GPU, each against the 1-GPU run of its own file (its own machine);
+    a later file's point replaces an earlier one's."""
+    points = {}
+    for results in files:
+        rows = results["speedup"].values()
+        one = next(r["wall_s"] for r in rows if r["gpus"] == 1)
+        points.update({(r["via"], r["gpus"]): one / r["wall_s"] for r in rows if r["gpus"] > 1})
+    return points
+
+
+def tuning_speedup(files: Sequence[dict[str, Any]]) -> str:
     """Speed-up over one GPU against GPUs, tune's own workers and Dask, and the ideal line."""
-    rows, env = results["speedup"], results["environment"]
-    one = next(r["wall_s"] for r in rows.values() if r["gpus"] == 1)
-    top = max(r["gpus"] for r in rows.values())
+    env = files[-1]["environment"]
+    measured = speedups(files)
+    top = max(g for _, g in measured)
     plot_w, plot_h = WIDTH - LEFT - 200, HEIGHT - BOTTOM - TOP
 
     def xy(gpus: float, speed: float) -> tuple[float, float]:
@@ -136,8 +149,7 @@ def tuning_speedup(results: dict[str, Any]) -> str:
     body.append(f'<line x1="{x0}" y1="{y0}" x2="{x1}" y2="{y1}" stroke="#888" stroke-dasharray="5,4"/>')
     lines = [("tune", "tune's own workers", COLORS["triton"]), ("dask", "--dask local", COLORS["ops"])]
     for i, (via, name, color) in enumerate(lines):
-        many = [r for r in rows.values() if r["via"] == via and r["gpus"] > 1]
-        points = [(1, 1.0), *sorted((r["gpus"], one / r["wall_s"]) for r in many)]
+        points = [(1, 1.0), *sorted((g, v) for (way, g), v in measured.items() if way == via)]
         path = " ".join(f"{x:.1f},{y:.1f}" for x, y in (xy(g, v) for g, v in points))
         body.append(f'<polyline points="{path}" fill="none" stroke="{color}" stroke-width="2"/>')
         for g, v in points[1:]:
@@ -152,7 +164,7 @@ def tuning_speedup(results: dict[str, Any]) -> str:
         f'<text x="14" y="{TOP + plot_h / 2}" transform="rotate(-90 14 {TOP + plot_h / 2})" '
         'text-anchor="middle">speed-up over 1 GPU</text>'
     )
-    keys = len(next(iter(rows.values()))["winners"])
+    keys = len(next(iter(files[-1]["speedup"].values()))["winners"])
     body.append(_footer(env, f"{keys} full keys tuned to the end, wall time with start-up"))
     return _svg(body, "Tuning one set of keys on more GPUs of one machine")
 
@@ -177,7 +189,12 @@ def main() -> None:
     parser.add_argument(
         "-o", "--output", default=str(Path(__file__).parent / "plots"), help="folder for the SVGs"
     )
-    parser.add_argument("--speedup", help="a benchmarks/run.py result with the speedup step")
+    parser.add_argument(
+        "--speedup",
+        nargs="+",
+        help="benchmarks/run.py results with the speedup step, oldest first (each point against its own "
+        "file's 1-GPU run; a later file's replaces an earlier one's)",
+    )
     args = parser.parse_args()
     out = Path(args.output)
     out.mkdir(parents=True, exist_ok=True)
@@ -185,11 +202,14 @@ def main() -> None:
     for name, path, draw in (
         ("cold-start.svg", args.cold, cold_start),
         ("matmul-vs-cublas.svg", args.matmul, matmul_vs_cublas),
-        ("tuning-speedup.svg", args.speedup, tuning_speedup),
     ):
         if path:
             (out / name).write_text(draw(json.loads(Path(path).read_text())))
             drawn.append(str(out / name))
+    if args.speedup:
+        files = [json.loads(Path(p).read_text()) for p in args.speedup]
+        (out / "tuning-speedup.svg").write_text(tuning_speedup(files))
+        drawn.append(str(out / "tuning-speedup.svg"))
     print(f"wrote {', '.join(drawn) or 'nothing (no result file given)'}")
 
 
