@@ -16,8 +16,8 @@ import argparse
 import json
 import math
 import statistics
-from html import escape
 from collections.abc import Sequence
+from html import escape
 from pathlib import Path
 from typing import Any
 
