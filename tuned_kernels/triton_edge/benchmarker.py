@@ -23,7 +23,8 @@ class DeviceBenchmarker:
     """`triton.testing.do_bench`: device events, warm-up, L2 flush between runs; the median of many, or for
     ranking configs (`statistic="min"`) the least: a run's events also count the time the device waits for
     the host to issue the call, which grows while other threads hold the interpreter (the next key's
-    compiles), so a config timed then looks slower than it is; the least of many is the device's own time."""
+    compiles), so a config timed then looks slower than it is; the least of many is the nearest to the
+    device's own time."""
 
     def __init__(self, warmup_ms: int = 25, rep_ms: int = 100, statistic: str = "median") -> None:
         self.warmup_ms = warmup_ms
