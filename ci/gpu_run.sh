@@ -6,7 +6,8 @@
 #   STEPS (default: tests and every benchmark step) picks: tests, matrix (tests/test_serving_matrix.py on
 #   the GPU, its table in $OUT/serving-matrix.md), helion, miss (benchmarks/miss.py, with its
 #   MISS_ARGS), predict-first (benchmarks/predict_first_call.py), verify (benchmarks/verify_start.py, on
-#   this machine's CPU: carry cryptography and cffi wheels) and/or benchmarks/run.py's --steps.
+#   this machine's CPU: carry cryptography and cffi wheels), timing-noise (benchmarks/timing_noise.py) and/or
+#   benchmarks/run.py's --steps.
 #   helion: benchmarks/helion_first_call.py, its HELION_MODES (default all) in HELION_WORK (kept in
 #   $OUT/helion-work.tgz, to carry to the next call: a search of every kernel may take most of one call).
 #   A failing test or step makes the script exit non-zero, after the other steps have run.
@@ -60,6 +61,10 @@ fi
 if [[ ,$STEPS, == *,verify,* ]]; then
   python3 "$REPO/benchmarks/verify_start.py" --json "$OUT/verify-start.json" 2>&1 | tail -10 || failed=1
   STEPS=${STEPS/verify/}; STEPS=${STEPS//,,/,}; STEPS=${STEPS#,}; STEPS=${STEPS%,}
+fi
+if [[ ,$STEPS, == *,timing-noise,* ]]; then
+  python3 "$REPO/benchmarks/timing_noise.py" --json "$OUT/timing-noise.json" 2>&1 | tail -12 || failed=1
+  STEPS=${STEPS/timing-noise/}; STEPS=${STEPS//,,/,}; STEPS=${STEPS#,}; STEPS=${STEPS%,}
 fi
 BENCH=${STEPS#tests}; BENCH=${BENCH#,}
 if [[ -n $BENCH ]]; then
