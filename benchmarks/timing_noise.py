@@ -113,6 +113,12 @@ def main() -> None:
         "queued": DeviceBenchmarker(statistic="min", queued=True),
     }
     rows: dict[str, Any] = {}
+    environment = {
+        "environment": {
+            "device": torch.cuda.get_device_name(0), "torch": torch.__version__, "triton": triton.__version__,
+            "threads_beside": args.threads,
+        }
+    }  # fmt: skip
     for way, bench in ways.items():
         tuner = Tuner(detect(), "cuda", bench, TuneOptions())
         for item in items:
@@ -129,15 +135,8 @@ def main() -> None:
                 "seconds": round(time.monotonic() - t0, 1),
             }
             print(way, label, json.dumps(rows[way][label]), flush=True)
-    report = {
-        "environment": {
-            "device": torch.cuda.get_device_name(0), "torch": torch.__version__, "triton": triton.__version__,
-            "threads_beside": args.threads,
-        },
-        "timing_noise": rows,
-    }  # fmt: skip
-    if args.json:
-        Path(args.json).write_text(json.dumps(report, indent=1))
+            if args.json:  # after each key: a call cut short keeps what it measured
+                Path(args.json).write_text(json.dumps({**environment, "timing_noise": rows}, indent=1))
 
 
 if __name__ == "__main__":
