@@ -208,3 +208,69 @@ def test_a_miss_times_in_full_only_the_contenders_of_its_brief_pass(
     got, screened = autotuner._timings(object(), space, list(brief), {}, {})  # type: ignore[arg-type]
     assert passes[1:] == full_passes and got == pytest.approx(timings)
     assert screened == len(brief) - len(timings)
+
+
+class SimulatedDevice:
+    """A device and its host on one clock: each operation the host issues costs the host its issue time and
+    runs on the device once the device is free and the operation has been issued (as a stream does)."""
+
+    def __init__(self) -> None:
+        self.host, self.free = 0.0, 0.0  # the host's clock; when the device is done with what it was given
+
+    def run(self, device_ms: float, host_ms: float = 0.001) -> float:
+        """Issues one operation; the device time at which it starts."""
+        self.host += host_ms
+        start = max(self.free, self.host)
+        self.free = start + device_ms
+        return start
+
+    def synchronize(self) -> None:
+        self.host = max(self.host, self.free)
+
+    def Event(self, enable_timing: bool = True) -> SimulatedEvent:  # the driver's name
+        return SimulatedEvent(self)
+
+
+class SimulatedEvent:
+    def __init__(self, device: SimulatedDevice) -> None:
+        self.device, self.at = device, 0.0
+
+    def record(self) -> None:
+        self.at = self.device.run(0.0)
+
+    def elapsed_time(self, later: SimulatedEvent) -> float:
+        return later.at - self.at
+
+
+def test_queued_timing_keeps_the_hosts_gaps_out_of_every_repetition(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A 10 µs kernel whose call comes to take the host 200 µs to issue once timing starts (its launcher
+    waiting for the interpreter lock): issued behind a wait on the device, lengthened until the host keeps
+    up with a whole batch, every repetition is the kernel's own 10 µs."""
+    import types
+
+    import triton.runtime
+
+    from tuned_kernels.triton_edge import benchmarker
+
+    device, calls, waits = SimulatedDevice(), [0], list[float]()
+    driver = types.SimpleNamespace(
+        get_device_interface=lambda: device,
+        get_empty_cache_for_benchmark=lambda: None,
+        clear_cache=lambda cache: device.run(0.002),
+    )
+
+    def call() -> None:  # cheap to issue while the estimate runs, then slow
+        calls[0] += 1
+        device.run(0.010, host_ms=0.005 if calls[0] <= 6 else 0.200)
+
+    def sleep(cycles: int) -> None:
+        waits.append(cycles / 1000.0)
+        device.run(cycles / 1000.0)
+
+    monkeypatch.setattr(triton.runtime, "driver", types.SimpleNamespace(active=driver))
+    monkeypatch.setattr(benchmarker, "_sleep", sleep)
+    monkeypatch.setattr(benchmarker, "_sleep_cycles_per_ms", lambda: 1000.0)
+    monkeypatch.setattr(benchmarker, "time", types.SimpleNamespace(perf_counter=lambda: device.host / 1e3))
+    times = benchmarker.queued_times(call, warmup_ms=1, rep_ms=5)
+    assert len(times) > 300 and max(times) == pytest.approx(0.010)  # rep_ms's worth; none waited for the host
+    assert waits[0] < 64 * 0.200 < waits[1]  # the first batch's wait was too short: issued again, longer
