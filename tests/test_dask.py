@@ -243,6 +243,38 @@ def test_each_worker_learns_how_many_of_the_clusters_workers_share_its_host() ->
     assert _workers_by_host(Client()) == {"10.0.0.1": 3, "10.0.0.2": 1}
 
 
+def test_a_told_message_that_is_not_a_streams_is_left_out_and_its_key_tuned_again(tmp_path: Path) -> None:
+    """The client reads what streams tell it with the checks of any results file: a message it cannot read
+    (a worker of another build, a damaged one) is not kept and its key is not counted as told, so a task of
+    its own tunes it after the streams; a good message beside it is kept."""
+    import dataclasses
+
+    from tuned_kernels.aot.dask_tune import Kind, KindFile, _Run
+    from tuned_kernels.aot.tune_command import TuneRequest
+    from tuned_kernels.aot.tune_report import TuneReport
+
+    from tests import factories
+    from tuned_kernels.results.files import encode_results
+
+    results = factories.results(factories.entry())
+    kind = Kind.of(results.header.target, results.header.compiler)
+    file = KindFile(tmp_path / "r.pb", results.header)
+    run = _Run(None, None, TuneRequest(corpus=CORPUS, output=str(file.path)), [], [], {kind: file}, {kind: 1})
+    good = {"position": 1, "results": encode_results(results, "r.pb"), "said": ["f", "c", 2, "best ..."],
+            "report": dataclasses.asdict(TuneReport(tuned=1))}  # fmt: skip
+    damaged = {**good, "position": 0, "results": b"\x00not a results file"}
+
+    class Told:
+        def get(self, batch: bool) -> list[dict]:
+            return [damaged, good]
+
+    assert run.take_told({kind: Told()})
+    assert run.told[kind] == {1} and [e.slot for e in read_results(file.path).entries] == [
+        e.slot for e in results.entries
+    ]
+    assert sum(r.tuned for r in run.reports) == 1
+
+
 def test_implementation_choices_are_tuned_after_the_kernels_they_choose_between(tmp_path: Path) -> None:
     """ops.matmul's choice times the Triton matmul with its winner: its keys start once every matmul key of
     the kind finished (the progress lines, in the order the tasks finished)."""
