@@ -97,10 +97,11 @@ class TuneReport:
         return added
 
     def times_only(self) -> TuneReport:
-        """Its times, without the counts (told apart, key by key)."""
+        """Its times and what became of the compiled kernels, without the counts (told apart, key by key)."""
         return TuneReport(
             cases=self.cases, seconds=self.seconds, stopped_early=self.stopped_early,
             compile_seconds=self.compile_seconds, benchmark_seconds=self.benchmark_seconds, gpus=self.gpus,
+            artifact_note=self.artifact_note,
         )  # fmt: skip
 
     def add(self, family: str, entry: model.Entry) -> None:

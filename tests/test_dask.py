@@ -92,9 +92,10 @@ def test_two_workers_tune_every_key_once_as_one_process_would(tmp_path: Path) ->
     """The same keys, each with every config measured and checked, under the same header (which config
     wins may differ: the interpreter's wall-clock timings are noisy)."""
     alone, spread = tmp_path / "alone.pb", tmp_path / "spread.pb"
-    tune(tmp_path, alone)
+    one = tune(tmp_path, alone)
     report = tune(tmp_path, spread, "--dask", "local:2")
     assert (report["tuned"], report["resumed"], report["failed"]) == (KEYS, 0, [])
+    assert report["artifact_note"] == one["artifact_note"] != ""  # what became of the compiled kernels
     assert slots(spread) == slots(alone) and len(slots(spread)) == KEYS
     for entry in read_results(spread).entries:  # every config measured and checked; the winner one of them
         assert (entry.configs_benchmarked, entry.rejected, entry.found_by) == (
