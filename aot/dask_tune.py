@@ -6,8 +6,9 @@ one is measured (what runs on the workers: dask_worker.py).
   cluster yields one results file per GPU type and compiler), on a worker of that kind only.
 - Each task asks for one `GPU` resource: a worker runs as many tuning tasks at once as it has GPUs
   declared (`dask worker --resources GPU=1`, one worker per GPU; `--dask local` starts such a cluster on
-  this machine). A worker that dies mid-key has its stream re-run by the scheduler, and the key it held
-  tuned by a task of its own once the streams ended.
+  this machine). A worker that dies mid-key has its stream re-run by the scheduler, and the keys it held
+  (the one it measured and the next it claimed) tuned by tasks of their own once the streams ended. A
+  stream whose client is gone takes no more keys.
 - The client writes each kind's file (atomically) as the streams tell it keys they finished (through a
   queue on the scheduler), so `--resume` after the client itself was stopped keeps every finished key; what a
   worker sends is our results format, read back with the same checks as any file, never a pickled object
@@ -23,7 +24,6 @@ from __future__ import annotations
 
 import contextlib
 import dataclasses
-import json
 import logging
 import socket
 import sys
@@ -36,7 +36,14 @@ from pathlib import Path
 from typing import Any
 
 from tuned_kernels.aot.corpus_loader import load_corpus, select_families
-from tuned_kernels.aot.dask_worker import END, stream_on_worker, tune_on_worker, warm_up, worker_kind
+from tuned_kernels.aot.dask_worker import (
+    END,
+    stream_on_worker,
+    tune_on_worker,
+    warm_up,
+    worker_kind,
+    worker_spec,
+)
 from tuned_kernels.aot.kinds import is_choice
 from tuned_kernels.aot.progress import Progress, ProgressEvent
 from tuned_kernels.aot.tune_command import TuneRequest
@@ -142,12 +149,14 @@ def run_on_dask(
         order = ordering.submit(tuning_order, items)
         with _client(distributed, address, timeout_s) as client:
             workers = _kinds_of_workers(distributed, client)
+            spec = worker_spec(request.to_json(), _workers_by_host(client))
             with contextlib.suppress(Exception):  # best effort: a worker that fails here fails its task alike
-                client.run(warm_up, json.dumps(request.to_json()), _workers_by_host(client))
+                client.run(warm_up, spec)
             kept = order.result()
             startup = time.monotonic() - start  # the cluster up, every worker's kind known and warm
             files = _files_for(request, list(workers), created_at)
-            reports = _Run(distributed, client, request, items, kept, files, workers).run()
+            run = _Run(distributed, client, request, items, kept, files, workers)
+            reports = run.run(spec)
     report = merge_reports(reports, time.monotonic() - start)
     report.cases, report.same_key = len(items) * len(files), (len(items) - len(kept)) * len(files)
     report.outputs = [str(f.path) for f in files.values()]
@@ -310,7 +319,7 @@ class _Run:
         self.distributed, self.client, self.items, self.files, self.workers = (
             distributed, client, items, files, workers,
         )  # fmt: skip
-        self.spec = json.dumps(request.to_json())
+        self.spec = ""  # what every task is given (`worker_spec`), once the run starts
         choices = [i for i in kept if is_choice(items[i])]
         others = [i for i in kept if not is_choice(items[i])]
         self.streamed, self.after = (others, choices) if others else (choices, [])
@@ -324,30 +333,45 @@ class _Run:
         self.progress, self.finished, self.started = Progress(sys.stderr), 0, time.monotonic()
         self.total = (len(self.streamed) + len(self.after)) * len(files)
 
-    def run(self) -> list[TuneReport]:
-        streams = {f: kind for kind in self.files for f in self.start_streams(kind)}
-        told = {kind: self.distributed.Queue(self.queues[kind][1], client=self.client) for kind in self.files}
-        while any(not f.done() for f in streams):
-            if not self.take_told(told):
-                time.sleep(POLL_S)
-        self.take_told(told)  # what a stream told before it ended
-        for future in streams:
-            with contextlib.suppress(Exception):  # a stream that failed: its keys untold are tuned below
-                self.reports.append(TuneReport.from_json(future.result()["report"]))
+    def run(self, spec: str) -> list[TuneReport]:
+        """The run's work, every task given `spec`; its reports."""
+        self.spec = spec
+        claims = {
+            kind: self.distributed.Queue(self.queues[kind][0], client=self.client) for kind in self.files
+        }
+        try:
+            self.follow_streams(claims)
+        finally:  # however the run ends (Ctrl-C), streams still running find no key left to take
+            for queue in claims.values():
+                with contextlib.suppress(Exception):
+                    queue.get(batch=True)
         untold = [(kind, self.streamed[p]) for kind in self.files for p in range(len(self.streamed))
                   if p not in self.told[kind]]  # fmt: skip
-        if self.deadline is None or time.time() < self.deadline:  # past it, no key would start
-            self.run_tasks(untold)
-        self.run_tasks([(kind, i) for kind in self.files for i in self.after])
+        for work in (untold, [(kind, i) for kind in self.files for i in self.after]):
+            if work and self.deadline is not None and time.time() >= self.deadline:  # no key would start
+                self.reports.append(TuneReport(stopped_early=True))
+                continue
+            self.run_tasks(work)
         self.progress.close()
         for file in self.files.values():
             if not file.path.exists():
                 file.save()  # a kind with nothing new still writes a valid file
         return self.reports
 
-    def start_streams(self, kind: Kind) -> list[Any]:
+    def follow_streams(self, claims: dict[Kind, Any]) -> None:
+        """Every kind's streams started, and what they tell kept until all of them ended."""
+        streams = {f: kind for kind in self.files for f in self.start_streams(kind, claims[kind])}
+        told = {kind: self.distributed.Queue(self.queues[kind][1], client=self.client) for kind in self.files}
+        while any(not f.done() for f in streams):
+            if not self.take_told(told):
+                time.sleep(POLL_S)
+        self.take_told(told)  # what a stream told before it ended
+        for future in streams:
+            with contextlib.suppress(Exception):  # a stream that failed: its keys untold are tuned after
+                self.reports.append(TuneReport.from_json(future.result()["report"]))
+
+    def start_streams(self, kind: Kind, claims: Any) -> list[Any]:
         """The kind's queue of positions filled, and a stream submitted for each of its workers."""
-        claims = self.distributed.Queue(self.queues[kind][0], client=self.client)
         for position in [*range(len(self.streamed)), *[END] * (2 * self.workers.get(kind, 1))]:
             claims.put(position)
         answers = self.files[kind].answers()

@@ -11,6 +11,7 @@ format and plain numbers, never a pickled object of ours.
 
 from __future__ import annotations
 
+import asyncio
 import copy
 import dataclasses
 import functools
@@ -49,11 +50,28 @@ class QueueClaims:
         return True
 
     def _next(self) -> int:
+        if _cancelled():  # the client is gone (its run stopped): take no more keys
+            return NONE_LEFT
         try:
             position = int(self.queue.get(timeout=LAST_WAIT_S))
-        except TimeoutError:
+        except (TimeoutError, asyncio.TimeoutError):  # (not one class before Python 3.11)
             position = END
-        return position if position != END else 1 << 62  # past every item: none is this stream's
+        return position if position != END else NONE_LEFT
+
+
+NONE_LEFT = 1 << 62  # a position past every item: none is this stream's
+
+
+def _cancelled() -> bool:
+    """Whether the scheduler let go of the task running here (its client stopped): a running task is not
+    interrupted, so a stream asks before each key it takes."""
+    try:
+        import distributed
+
+        worker = distributed.get_worker()
+        return str(worker.state.tasks[worker.get_current_task()].state) == "cancelled"
+    except Exception:  # not on a worker, or a Dask that keeps its task states otherwise: go on
+        return False
 
 
 def stream_on_worker(
@@ -122,9 +140,11 @@ def _task_state(
     from tuned_kernels.hardware.probe import interpret_without_gpu
 
     interpret_without_gpu()  # before the corpus defines its kernels: the interpreter on a CPU worker
+    import distributed
+
     from tuned_kernels.results.files import decode_results
 
-    items, tuner = _worker_state(spec)
+    items, tuner = _worker_state(spec, _host_of(distributed.get_worker()))
     tuner.blobs.clear()
     tuner.times = TuneTimes()  # this task's own
     budget = None if deadline is None else max(0.0, deadline - time.time())
@@ -163,21 +183,27 @@ def _worker_name() -> str:
     return str(distributed.get_worker().name)
 
 
-async def warm_up(spec: str, workers_by_host: dict[str, int], dask_worker: Any = None) -> None:
-    """Runs on each worker as the run starts, off its event loop (which keeps answering the scheduler): told
-    how many of the cluster's workers share its host (`workers_by_host`: their compile threads share its
-    CPUs), the corpus loaded, the tuner made and the first key probed on `meta` (its one-time imports),
-    while the client still finds the order."""
-    import asyncio
+def worker_spec(request_json: dict[str, Any], workers_by_host: dict[str, int]) -> str:
+    """What every task of a run is given: the request, and how many of the cluster's workers each host
+    runs (their compile threads share its CPUs)."""
+    return json.dumps({"request": request_json, "hosts": workers_by_host}, sort_keys=True)
 
+
+async def warm_up(spec: str, dask_worker: Any = None) -> None:
+    """Runs on each worker as the run starts, off its event loop (which keeps answering the scheduler): the
+    corpus loaded, the tuner made and the first key probed on `meta` (its one-time imports), while the
+    client still finds the order."""
+    host = _host_of(dask_worker)  # (Dask's `client.run` passes its worker by this name)
+    await asyncio.get_running_loop().run_in_executor(None, _warm, spec, host)
+
+
+def _host_of(worker: Any) -> str:
     from distributed.comm.addressing import get_address_host
 
-    host = get_address_host(dask_worker.address)  # (Dask's `client.run` passes its worker by this name)
-    _HOST.update(sharing=max(1, workers_by_host.get(host, 1)))
-    await asyncio.get_running_loop().run_in_executor(None, _warm, spec)
+    return str(get_address_host(worker.address))
 
 
-def _warm(spec: str) -> None:
+def _warm(spec: str, host: str) -> None:
     """Best effort: a worker that fails here fails its first task alike, which says why."""
     import contextlib
 
@@ -185,7 +211,7 @@ def _warm(spec: str) -> None:
 
     interpret_without_gpu()
     with contextlib.suppress(Exception):
-        items, _ = _worker_state(spec)
+        items, _ = _worker_state(spec, host)
         if items:
             slot_on_meta(items[0])
 
@@ -202,17 +228,19 @@ def worker_kind() -> tuple[model.Target, model.CompilerFingerprint]:
 
 
 _WORKER_STATE: dict[str, tuple[Sequence[WorkItem], Tuner]] = {}
-_HOST = {"sharing": 1}  # the cluster's workers on this worker's host, as the warm-up was told
 
 
-def _worker_state(spec: str) -> tuple[Sequence[WorkItem], Tuner]:
-    """This worker's items and tuner for the request `spec`, made at its first task (or warm-up) and kept."""
+def _worker_state(spec: str, host: str) -> tuple[Sequence[WorkItem], Tuner]:
+    """This worker's items and tuner for the run `spec` (`worker_spec`), on `host`, made at its first task
+    (or warm-up) and kept."""
     from tuned_kernels.hardware import detect
 
     if spec in _WORKER_STATE:
         return _WORKER_STATE[spec]
-    request = TuneRequest.from_json(json.loads(spec))
-    request = dataclasses.replace(request, options=shared_jobs(request.options, _HOST["sharing"]))
+    given = json.loads(spec)
+    request = TuneRequest.from_json(given["request"])
+    sharing = max(1, int(given["hosts"].get(host, 1)))
+    request = dataclasses.replace(request, options=shared_jobs(request.options, sharing))
     families = select_families(load_corpus(request.corpus), request.kernels)
     items = work_items(families, request.shapes, request.options.shard)
     tuner = tuner_for(request, detect(), lambda _: None, {})

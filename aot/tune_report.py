@@ -42,7 +42,14 @@ def shared_jobs(options: TuneOptions, sharing: int) -> TuneOptions:
     then waits for the interpreter lock to launch and time its kernels, and its GPU idles)."""
     if options.jobs > 0:
         return options
-    return dataclasses.replace(options, jobs=max(1, (os.cpu_count() or 1) // max(1, sharing)))
+    return dataclasses.replace(options, jobs=max(1, usable_cpus() // max(1, sharing)))
+
+
+def usable_cpus() -> int:
+    """The CPUs this process may run on (its affinity, where the OS has one; else the machine's count)."""
+    if hasattr(os, "sched_getaffinity"):
+        return len(os.sched_getaffinity(0)) or 1
+    return os.cpu_count() or 1
 
 
 @dataclass

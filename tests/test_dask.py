@@ -233,6 +233,18 @@ def test_streams_claim_each_key_once_in_order_as_they_reach_it_and_stop_at_the_e
     assert not any(fast.take(i) or slow.take(i) for i in range(10, 20))  # END: nothing more for either
 
 
+def test_a_stream_whose_client_is_gone_takes_no_more_keys(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A running task is not interrupted when its client stops: the stream asks before each key it takes,
+    and leaves the rest (a resumed run's streams would otherwise wait behind it for the GPU)."""
+    from tuned_kernels.aot import dask_worker
+
+    queue = ListQueue([0, 1, 2])
+    claims = dask_worker.QueueClaims(queue)
+    assert claims.take(0)
+    monkeypatch.setattr(dask_worker, "_cancelled", lambda: True)
+    assert not any(claims.take(i) for i in (1, 2)) and queue.values == [1, 2]
+
+
 def test_each_worker_learns_how_many_of_the_clusters_workers_share_its_host() -> None:
     from tuned_kernels.aot.dask_tune import _workers_by_host
 

@@ -211,6 +211,7 @@ def test_compile_threads_by_default_share_the_hosts_cpus_among_the_gpus_tuning_o
     from tuned_kernels.aot.tune_report import shared_jobs
 
     monkeypatch.setattr(os, "cpu_count", lambda: 64)
+    monkeypatch.setattr(os, "sched_getaffinity", lambda pid: set(range(64)), raising=False)
     assert [shared_jobs(TuneOptions(jobs=0), n).jobs for n in (1, 2, 4, 128)] == [64, 32, 16, 1]
     assert shared_jobs(TuneOptions(jobs=8), 4).jobs == 8
 

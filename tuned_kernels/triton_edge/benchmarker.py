@@ -54,7 +54,8 @@ def queued_times(fn: Callable[[], object], warmup_ms: float, rep_ms: float) -> l
     behind a wait on the device longer than the host takes to issue the batch: the device never waits for
     the host inside a repetition, so no time holds the host's gaps (a call that launches several kernels,
     or a short one behind its launch, while other threads hold the interpreter lock). A batch the host was
-    slower than its wait to issue is issued again behind a longer wait."""
+    slower than its wait to issue is issued again behind a longer wait, up to `QUEUE_RETRIES` times (then
+    kept as it is: a host that cannot keep up with a wait of `QUEUE_MAX_WAIT_MS`)."""
     from triton import runtime
 
     driver = runtime.driver.active
@@ -75,7 +76,8 @@ def queued_times(fn: Callable[[], object], warmup_ms: float, rep_ms: float) -> l
     for _ in range(max(1, int(warmup_ms / estimate_ms))):
         fn()
     wanted = max(1, int(rep_ms / estimate_ms))
-    wait_ms, retries, times = 2 * host_ms * min(QUEUE_BATCH, wanted) + 0.05, 0, list[float]()
+    wait_ms = min(2 * host_ms * min(QUEUE_BATCH, wanted) + 0.05, QUEUE_MAX_WAIT_MS)
+    retries, times = 0, list[float]()  # (retries: of the batch being issued)
     while len(times) < wanted:
         marks = [device.Event(enable_timing=True) for _ in range(2 * min(QUEUE_BATCH, wanted - len(times)))]
         slept_from, slept_to = device.Event(enable_timing=True), device.Event(enable_timing=True)
@@ -94,6 +96,7 @@ def queued_times(fn: Callable[[], object], warmup_ms: float, rep_ms: float) -> l
             wait_ms, retries = min(2 * max(wait_ms, issued_ms), QUEUE_MAX_WAIT_MS), retries + 1
             continue
         times += [b.elapsed_time(f) for b, f in zip(marks[::2], marks[1::2], strict=True)]
+        retries = 0
     return times
 
 
