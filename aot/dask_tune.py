@@ -393,23 +393,18 @@ class _Run:
 
     def take_told(self, told: dict[Kind, Any]) -> bool:
         """What the streams told since last asked, kept; False when there was nothing."""
-        from tuned_kernels.results.files import decode_results
-
         any_told = False
         for kind, queue in told.items():
             for message in queue.get(batch=True):
                 any_told = True
-                try:
-                    position = int(message["position"])
-                    results = decode_results(message["results"], "told.pb")
-                    report = TuneReport.from_json(message["report"])
-                    family, case, measured, summary = message["said"]
-                except Exception:  # not what a stream sends: that key (if one is named) is tuned again below
+                read = read_told(message)
+                if read is None:  # not what a stream sends: that key (if one is named) is tuned again after
                     continue
+                position, results, report, said = read
                 self.told[kind].add(position)
                 self.keep(kind, results)
                 self.reports.append(report)
-                self.tell([(family, case, measured, summary)])
+                self.tell([said])
         return any_told
 
     def run_tasks(self, work: Sequence[tuple[Kind, int]]) -> None:
@@ -454,3 +449,17 @@ class _Run:
             event = ProgressEvent(self.finished, self.total, family, case, measured, measured, None, None,
                                   time.monotonic() - self.started, summary)  # fmt: skip
             self.progress(event)
+
+
+def read_told(message: Any) -> tuple[int, model.Results, TuneReport, tuple[str, str, int, str]] | None:
+    """A stream's message about a key it finished, read with the checks of any results file: its position,
+    entries, report and summary; None for anything else."""
+    from tuned_kernels.results.files import decode_results
+
+    try:
+        family, case, measured, summary = message["said"]
+        said = (str(family), str(case), int(measured), str(summary))
+        results = decode_results(message["results"], "told.pb")
+        return int(message["position"]), results, TuneReport.from_json(message["report"]), said
+    except Exception:
+        return None
