@@ -38,6 +38,7 @@ from typing import Any
 from tuned_kernels.aot.corpus_loader import load_corpus, select_families
 from tuned_kernels.aot.dask_worker import (
     END,
+    Said,
     stream_on_worker,
     tune_on_worker,
     warm_up,
@@ -155,8 +156,7 @@ def run_on_dask(
             kept = order.result()
             startup = time.monotonic() - start  # the cluster up, every worker's kind known and warm
             files = _files_for(request, list(workers), created_at)
-            run = _Run(distributed, client, request, items, kept, files, workers)
-            reports = run.run(spec)
+            reports = _Run(distributed, client, request, spec, items, kept, files, workers).run()
     report = merge_reports(reports, time.monotonic() - start)
     report.cases, report.same_key = len(items) * len(files), (len(items) - len(kept)) * len(files)
     report.outputs = [str(f.path) for f in files.values()]
@@ -311,6 +311,7 @@ class _Run:
         distributed: Any,
         client: Any,
         request: TuneRequest,
+        spec: str,
         items: Sequence[WorkItem],
         kept: Sequence[int],
         files: dict[Kind, KindFile],
@@ -319,7 +320,7 @@ class _Run:
         self.distributed, self.client, self.items, self.files, self.workers = (
             distributed, client, items, files, workers,
         )  # fmt: skip
-        self.spec = ""  # what every task is given (`worker_spec`), once the run starts
+        self.spec = spec  # what every task is given (`worker_spec`)
         choices = [i for i in kept if is_choice(items[i])]
         others = [i for i in kept if not is_choice(items[i])]
         self.streamed, self.after = (others, choices) if others else (choices, [])
@@ -333,9 +334,8 @@ class _Run:
         self.progress, self.finished, self.started = Progress(sys.stderr), 0, time.monotonic()
         self.total = (len(self.streamed) + len(self.after)) * len(files)
 
-    def run(self, spec: str) -> list[TuneReport]:
-        """The run's work, every task given `spec`; its reports."""
-        self.spec = spec
+    def run(self) -> list[TuneReport]:
+        """The run's work; its reports."""
         claims = {
             kind: self.distributed.Queue(self.queues[kind][0], client=self.client) for kind in self.files
         }
@@ -451,7 +451,7 @@ class _Run:
             self.progress(event)
 
 
-def read_told(message: Any) -> tuple[int, model.Results, TuneReport, tuple[str, str, int, str]] | None:
+def read_told(message: Any) -> tuple[int, model.Results, TuneReport, Said] | None:
     """A stream's message about a key it finished, read with the checks of any results file: its position,
     entries, report and summary; None for anything else."""
     from tuned_kernels.results.files import decode_results

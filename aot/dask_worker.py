@@ -16,7 +16,7 @@ import copy
 import dataclasses
 import functools
 import json
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import Any
 
 from tuned_kernels.aot.corpus_loader import load_corpus, select_families
@@ -83,25 +83,21 @@ def stream_on_worker(
     the report. Returns the stream's report: its GPU's time split and times (its counts are in the told)."""
     items, tuner, done = _task_state(spec, answers, deadline)
     out = _queue(told)
-    sent, measured = set(done), dict[tuple[str, str], int]()
+    sent = set(done)
     run = TuneRun(tuner, [items[i] for i in order], done, QueueClaims(_queue(claims)), _worker_name())
     counted = copy.deepcopy(run.report)
 
-    def tell(event: ProgressEvent) -> None:
+    def tell(position: int, said: Said) -> None:
         nonlocal counted
-        item = (event.family, event.case)
-        measured[item] = max(measured.get(item, 0), event.configs_done)
-        if event.summary is None:
-            return
         new = tuple(e for slot, e in done.items() if slot not in sent)
         sent.update(e.slot for e in new)
         added, counted = run.report.since(counted), copy.deepcopy(run.report)
         out.put({
-            "position": event.index - 1, "said": [*item, measured[item], event.summary],
-            "results": _encoded(tuner, new), "report": dataclasses.asdict(added),
+            "position": position, "said": list(said), "results": _encoded(tuner, new),
+            "report": dataclasses.asdict(added),
         })  # fmt: skip
 
-    tuner.on_progress = tell
+    tuner.on_progress = summaries(tell)
     report = _run(run)
     return {"report": dataclasses.asdict(report.times_only())}
 
@@ -115,19 +111,29 @@ def tune_on_worker(
     kernels, as our results format, and the report."""
     items, tuner, done = _task_state(spec, answers, deadline)
     before = set(done)
-    said: list[tuple[str, str, int, str]] = []  # each item's summary, as a one-process tune prints it
-    measured: dict[tuple[str, str], int] = {}  # configs measured per item (its summary event says none)
-
-    def tell(event: ProgressEvent) -> None:
-        item = (event.family, event.case)
-        measured[item] = max(measured.get(item, 0), event.configs_done)
-        if event.summary is not None:
-            said.append((*item, measured[item], event.summary))
-
-    tuner.on_progress = tell
+    said: list[Said] = []  # each item's summary, as a one-process tune prints it
+    tuner.on_progress = summaries(lambda _, line: said.append(line))
     report = _run(TuneRun(tuner, [items[i] for i in indices], done, EVERY_ITEM, _worker_name()))
     new = tuple(e for slot, e in done.items() if slot not in before)  # in the order tuned
     return {"results": _encoded(tuner, new), "report": dataclasses.asdict(report), "said": said}
+
+
+Said = tuple[str, str, int, str]  # an item's family, case, configs measured and summary
+
+
+def summaries(tell: Callable[[int, Said], None]) -> Callable[[ProgressEvent], None]:
+    """A tuner's progress callback that calls `tell` once per item finished (tuned, skipped or failed), with
+    its position in the run and what a one-process tune prints of it (its configs measured counted from
+    the events before: the summary's own says none)."""
+    measured: dict[tuple[str, str], int] = {}
+
+    def on_progress(event: ProgressEvent) -> None:
+        item = (event.family, event.case)
+        measured[item] = max(measured.get(item, 0), event.configs_done)
+        if event.summary is not None:
+            tell(event.index - 1, (*item, measured[item], event.summary))
+
+    return on_progress
 
 
 def _task_state(

@@ -18,9 +18,8 @@ class TuneOptions:
     strategy: str = "exhaustive"  # or "seeded"
     shard: tuple[int, int] = (0, 1)  # (index, count)
     time_budget_s: float | None = None
-    jobs: int = (
-        1  # compile threads; 0: this host's CPUs shared among the processes tuning on it (`shared_jobs`)
-    )
+    # compile threads; 0: this host's CPUs shared among the processes tuning on it (`shared_jobs`)
+    jobs: int = 1
     seed: int = 0
     artifacts: str = "winners"  # none | winners | all (every config that passed its check)
 

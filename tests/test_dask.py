@@ -273,7 +273,8 @@ def test_a_told_message_that_is_not_a_streams_is_left_out_and_its_key_tuned_agai
     results = factories.results(factories.entry())
     kind = Kind.of(results.header.target, results.header.compiler)
     file = KindFile(tmp_path / "r.pb", results.header)
-    run = _Run(None, None, TuneRequest(corpus=CORPUS, output=str(file.path)), [], [], {kind: file}, {kind: 1})
+    request = TuneRequest(corpus=CORPUS, output=str(file.path))
+    run = _Run(None, None, request, "", [], [], {kind: file}, {kind: 1})
     good = {"position": 1, "results": encode_results(results, "r.pb"), "said": ["f", "c", 2, "best ..."],
             "report": dataclasses.asdict(TuneReport(tuned=1))}  # fmt: skip
     damaged = {**good, "position": 0, "results": b"\x00not a results file"}
