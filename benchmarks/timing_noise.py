@@ -1,12 +1,13 @@
 """How much a config's timing moves when compile threads run beside it, and whether timing the repetitions
-behind a wait on the device (`queued_times`) holds it still: the configs of a few short keys of the
-speedup corpus timed by the tuner with `do_bench` (the least of its repetitions) and with the queued
-timing, each twice quiet and once while threads of this process compile other kernels (as the next key's
-compiles do in a tune). Prints, per timing and key, how far the configs' times moved between the two quiet
+from one CUDA graph (`graph_times`, the tuner's timing) holds it still: the configs of a few short keys of the
+speedup corpus timed by the tuner with `do_bench` (the least of its repetitions) and from a graph, each
+twice quiet and once while threads of this process compile other kernels (as the next key's compiles do in
+a tune). Prints, per timing and key, how far the configs' times moved between the two quiet
 passes and between quiet and busy (median and largest ratio over the configs), and whether the winner
 stayed.
 
-    python benchmarks/timing_noise.py [--keys N] [--families F,...] [--threads N] [--json OUT]
+    python benchmarks/timing_noise.py [--keys N] [--families F,...] [--ways do_bench,graph] [--threads N]
+        [--json OUT]
 """
 
 from __future__ import annotations
@@ -93,6 +94,7 @@ def main() -> None:
     parser.add_argument(
         "--families", default=",".join(FAMILIES), help="comma-separated, of the speedup corpus"
     )
+    parser.add_argument("--ways", default="do_bench,graph", help="the timings to compare")
     parser.add_argument("--threads", type=int, default=16, help="compile threads beside the timing")
     parser.add_argument("--json", help="write the results here")
     args = parser.parse_args()
@@ -110,8 +112,9 @@ def main() -> None:
     items = [i for f in families for i in work_items([f], "full", (0, 1))[: args.keys]]
     ways = {
         "do_bench": DeviceBenchmarker(statistic="min"),
-        "queued": DeviceBenchmarker(statistic="min", queued=True),
+        "graph": DeviceBenchmarker(statistic="min", graphed=True),
     }
+    ways = {way: ways[way] for way in args.ways.split(",")}  # in the order asked
     rows: dict[str, Any] = {}
     environment = {
         "environment": {
@@ -133,6 +136,7 @@ def main() -> None:
                 "compiles_beside": compiles[0],
                 "configs": len(first),
                 "seconds": round(time.monotonic() - t0, 1),
+                "timed_by_do_bench_instead": bench.fallbacks,  # calls a graph could not capture, so far
             }
             print(way, label, json.dumps(rows[way][label]), flush=True)
             if args.json:  # after each key: a call cut short keeps what it measured

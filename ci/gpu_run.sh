@@ -63,7 +63,7 @@ if [[ ,$STEPS, == *,verify,* ]]; then
   STEPS=${STEPS/verify/}; STEPS=${STEPS//,,/,}; STEPS=${STEPS#,}; STEPS=${STEPS%,}
 fi
 if [[ ,$STEPS, == *,timing-noise,* ]]; then
-  python3 "$REPO/benchmarks/timing_noise.py" --json "$OUT/timing-noise.json" 2>&1 | tail -12 || failed=1
+  python3 "$REPO/benchmarks/timing_noise.py" ${TIMING_NOISE_ARGS:-} --json "$OUT/timing-noise.json" 2>&1 | tail -12 || failed=1
   STEPS=${STEPS/timing-noise/}; STEPS=${STEPS//,,/,}; STEPS=${STEPS#,}; STEPS=${STEPS%,}
 fi
 BENCH=${STEPS#tests}; BENCH=${BENCH#,}

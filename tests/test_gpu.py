@@ -128,6 +128,36 @@ def test_a_line_added_above_a_served_kernel_compiles_it_once_and_benchmarks_noth
     assert "COMPILED 3" in out.stdout, out.stdout + out.stderr[-3000:]
 
 
+def test_configs_are_timed_from_one_graph_launch_and_a_call_that_waits_on_the_device_by_do_bench() -> None:
+    """The tuner's device timing captures a call's repetitions in a CUDA graph: the call is issued while
+    capturing, never while the device runs them, and each repetition has its own time. A call that waits
+    for the device (reads a result on the host) cannot be captured: do_bench times it, counted."""
+    import torch
+
+    from tuned_kernels.triton_edge.benchmarker import (
+        GRAPH_REPS,
+        DeviceBenchmarker,
+        default_benchmarker,
+        graph_times,
+    )
+
+    x, issued = torch.randn(1 << 20, device="cuda"), [0]
+
+    def call() -> None:
+        issued[0] += 1
+        torch.mul(x, 2.0)
+
+    times = graph_times(call, warmup_ms=5, rep_ms=20)
+    assert times is not None and len(times) > GRAPH_REPS and min(times) > 0
+    # issued once to warm, then only while capturing (the estimate's 5, the measured graph's repetitions):
+    # the graph replayed holds the rest
+    assert issued[0] == 1 + 5 + GRAPH_REPS
+    timer = default_benchmarker(on_gpu=True)
+    assert isinstance(timer, DeviceBenchmarker) and timer.graphed
+    assert timer(call) > 0 and timer.fallbacks == 0
+    assert timer(lambda: torch.mul(x, 2.0).sum().item()) > 0 and timer.fallbacks == 1
+
+
 def test_split_k_matmul_is_exact_across_launches_and_streams() -> None:
     """The split-K kernel's last program per tile adds the parts other programs wrote (an atomic counter,
     reset for the next launch): every split, launched again and again on two streams at once, matches

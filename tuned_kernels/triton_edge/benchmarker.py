@@ -4,7 +4,6 @@ their launches counted (`launch_inclusive`)."""
 
 from __future__ import annotations
 
-import functools
 import statistics
 import time
 from collections.abc import Callable
@@ -21,105 +20,103 @@ class Benchmarker(Protocol):
 
 
 class DeviceBenchmarker:
-    """`triton.testing.do_bench`: device events, warm-up, L2 flush between runs; the median of many, or for
-    ranking configs (`statistic="min"`) the least: a run's events also count the time the device waits for
-    the host to issue the call, which grows while other threads hold the interpreter (the next key's
-    compiles), so a config timed then looks slower than it is; the least of many is the nearest to the
-    device's own time."""
+    """Device events, warm-up, L2 flushed before each repetition; the median of many, or for ranking configs
+    (`statistic="min"`) the least. With `graphed`, the repetitions run from one CUDA graph (`graph_times`):
+    `do_bench` issues each repetition from the host, and while other threads hold the interpreter (the next
+    key's compiles) a short kernel waits for its launch inside its own events, timed hundreds of times
+    slower than it is. A call that cannot be captured in a graph (it waits for the device, say) is timed
+    by `do_bench`; `fallbacks` counts those."""
 
     def __init__(
-        self, warmup_ms: int = 25, rep_ms: int = 100, statistic: str = "median", queued: bool = False
+        self, warmup_ms: int = 25, rep_ms: int = 100, statistic: str = "median", graphed: bool = False
     ) -> None:
         self.warmup_ms = warmup_ms
         self.rep_ms = rep_ms
         self.statistic = statistic
-        self.queued = queued  # the repetitions issued behind a wait on the device (`queued_times`)
+        self.graphed = graphed
+        self.fallbacks = 0
 
     def __call__(self, fn: Callable[[], object]) -> float:
-        if self.queued:
-            times = queued_times(fn, self.warmup_ms, self.rep_ms)
-            return min(times) if self.statistic == "min" else statistics.median(times)
+        if self.graphed:
+            times = graph_times(fn, self.warmup_ms, self.rep_ms)
+            if times is not None:
+                return min(times) if self.statistic == "min" else statistics.median(times)
+            self.fallbacks += 1
         from triton.testing import do_bench
 
         return float(do_bench(fn, warmup=self.warmup_ms, rep=self.rep_ms, return_mode=self.statistic))
 
 
-QUEUE_BATCH = 64  # repetitions issued behind one wait on the device
-QUEUE_RETRIES = 3  # a batch the host fell behind in is issued again behind a longer wait, this many times
-QUEUE_MAX_WAIT_MS = 200.0
+GRAPH_REPS = 32  # repetitions captured in one graph (capturing costs the host a launch each), replayed
+GRAPH_MAX_REPLAYS = 32  # as often as `rep_ms` asks, up to this many times (a short kernel: 1,024 samples)
+GRAPH_ESTIMATE_REPS = 5
+TIMING_SWITCH_S = 1e-4  # the interpreter's switch interval while timing (Python's default: 5 ms)
 
 
-def queued_times(fn: Callable[[], object], warmup_ms: float, rep_ms: float) -> list[float]:
-    """`do_bench`'s repetitions (L2 flushed before each, device events around each), issued in batches, each
-    behind a wait on the device longer than the host takes to issue the batch: the device never waits for
-    the host inside a repetition, so no time holds the host's gaps (a call that launches several kernels,
-    or a short one behind its launch, while other threads hold the interpreter lock). A batch the host was
-    slower than its wait to issue is issued again behind a longer wait, up to `QUEUE_RETRIES` times (then
-    kept as it is: a host that cannot keep up with a wait of `QUEUE_MAX_WAIT_MS`)."""
+def graph_times(fn: Callable[[], object], warmup_ms: float, rep_ms: float) -> list[float] | None:
+    """`fn`'s repetitions (L2 flushed before each, a pair of device events around each) captured in a CUDA
+    graph and run by one launch per replay: no repetition waits for the host, however busy the host is. A
+    few repetitions first, to estimate one and to warm up; then a graph of up to `GRAPH_REPS`, replayed
+    until `rep_ms` of repetitions have run. None where `fn` cannot be captured (a call that waits for the
+    device or reads its results on the host), or where this torch records no timing events in graphs.
+
+    Capturing issues every call from the host, and while other threads hold the interpreter (compiles)
+    each launch waits for it up to the switch interval, as does each replay: the interval is shortened
+    while timing, so a capture takes milliseconds, not seconds."""
+    import sys
+
+    import torch
     from triton import runtime
 
     driver = runtime.driver.active
-    device = driver.get_device_interface()
-    fn()
-    device.synchronize()
     cache = driver.get_empty_cache_for_benchmark()
-    start, end = device.Event(enable_timing=True), device.Event(enable_timing=True)
-    issued = time.perf_counter()
-    start.record()
-    for _ in range(5):
-        driver.clear_cache(cache)
-        fn()
-    end.record()
-    host_ms = (time.perf_counter() - issued) * 1e3 / 5
-    device.synchronize()
-    estimate_ms = max(start.elapsed_time(end) / 5, 1e-3)
-    for _ in range(max(1, int(warmup_ms / estimate_ms))):
-        fn()
-    wanted = max(1, int(rep_ms / estimate_ms))
-    wait_ms = min(2 * host_ms * min(QUEUE_BATCH, wanted) + 0.05, QUEUE_MAX_WAIT_MS)
-    retries, times = 0, list[float]()  # (retries: of the batch being issued)
-    while len(times) < wanted:
-        marks = [device.Event(enable_timing=True) for _ in range(2 * min(QUEUE_BATCH, wanted - len(times)))]
-        slept_from, slept_to = device.Event(enable_timing=True), device.Event(enable_timing=True)
-        slept_from.record()
-        _sleep(int(wait_ms * _sleep_cycles_per_ms()))
-        slept_to.record()
-        issued = time.perf_counter()
-        for begin, finish in zip(marks[::2], marks[1::2], strict=True):
-            driver.clear_cache(cache)
-            begin.record()
-            fn()
-            finish.record()
-        issued_ms = (time.perf_counter() - issued) * 1e3
-        device.synchronize()
-        if issued_ms > slept_from.elapsed_time(slept_to) and retries < QUEUE_RETRIES:
-            wait_ms, retries = min(2 * max(wait_ms, issued_ms), QUEUE_MAX_WAIT_MS), retries + 1
-            continue
-        times += [b.elapsed_time(f) for b, f in zip(marks[::2], marks[1::2], strict=True)]
-        retries = 0
-    return times
+    switch = sys.getswitchinterval()
+    try:
+        fn()  # compiled and loaded before any capture
+        torch.cuda.synchronize()
+        sys.setswitchinterval(TIMING_SWITCH_S)
+        small = _captured(fn, lambda: driver.clear_cache(cache), GRAPH_ESTIMATE_REPS)
+        estimate_ms = max(statistics.median(small.replay()), 1e-3)
+        warm_until = time.perf_counter() + warmup_ms / 1e3
+        while time.perf_counter() < warm_until:
+            small.replay()
+        wanted = max(1, int(rep_ms / estimate_ms))
+        graph = _captured(fn, lambda: driver.clear_cache(cache), min(wanted, GRAPH_REPS))
+        replays = min(GRAPH_MAX_REPLAYS, -(-wanted // GRAPH_REPS))
+        return [t for _ in range(replays) for t in graph.replay()]
+    except Exception:  # torch leaves no capture open after a failed one
+        torch.cuda.synchronize()
+        return None
+    finally:
+        sys.setswitchinterval(switch)
 
 
-def _sleep(cycles: int) -> None:
-    """The device spins for `cycles` of its clock on the current stream (`torch.cuda._sleep`)."""
+class _Graph:
+    def __init__(self, graph: Any, marks: list[Any]) -> None:
+        self.graph, self.marks = graph, marks
+
+    def replay(self) -> list[float]:
+        """Runs the graph; each repetition's time in milliseconds."""
+        import torch
+
+        self.graph.replay()
+        torch.cuda.synchronize()
+        return [b.elapsed_time(e) for b, e in zip(self.marks[::2], self.marks[1::2], strict=True)]
+
+
+def _captured(fn: Callable[[], object], flush: Callable[[], object], reps: int) -> _Graph:
     import torch
 
-    spin: Any = torch.cuda._sleep
-    spin(cycles)
-
-
-@functools.cache
-def _sleep_cycles_per_ms() -> float:
-    """How many of `_sleep`'s cycles the device spins in a millisecond."""
-    from triton import runtime
-
-    device = runtime.driver.active.get_device_interface()
-    start, end = device.Event(enable_timing=True), device.Event(enable_timing=True)
-    start.record()
-    _sleep(10_000_000)
-    end.record()
-    device.synchronize()
-    return float(10_000_000 / max(start.elapsed_time(end), 1e-3))
+    event: Any = torch.cuda.Event
+    marks = [event(enable_timing=True, external=True) for _ in range(2 * reps)]
+    graph = torch.cuda.CUDAGraph()
+    with torch.cuda.graph(graph, capture_error_mode="thread_local"):
+        for begin, end in zip(marks[::2], marks[1::2], strict=True):
+            flush()
+            begin.record()
+            fn()
+            end.record()
+    return _Graph(graph, marks)
 
 
 class WallClockBenchmarker:
@@ -187,7 +184,7 @@ def _device_synchronize() -> Callable[[], object]:
 
 def default_benchmarker(on_gpu: bool) -> Benchmarker:
     """What tuning ranks configs with."""
-    return DeviceBenchmarker(statistic="min") if on_gpu else WallClockBenchmarker()
+    return DeviceBenchmarker(statistic="min", graphed=True) if on_gpu else WallClockBenchmarker()
 
 
 def launch_inclusive(benchmarker: Benchmarker) -> Benchmarker:
