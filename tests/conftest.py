@@ -1,8 +1,24 @@
 import os
+import shutil
+import tempfile
+from pathlib import Path
 
 # Every test runs kernels through Triton's interpreter unless a GPU test says otherwise.
 if not os.environ.get("TUNED_KERNELS_GPU_TESTS"):
     os.environ.setdefault("TRITON_INTERPRET", "1")
+
+# Inductor's C++ compiles, in this process and the programs the tests start, go through a cache kept for
+# this run of the suite (tests/compiler/g++): the same generated source compiled in test after test with
+# empty caches of its own is written from the first compile. The workers pytest-xdist starts share it.
+if "TESTS_CXX_CACHE" not in os.environ and shutil.which(os.environ.get("CXX", "g++")):
+    os.environ["TESTS_REAL_CXX"] = os.environ.get("CXX", "g++")
+    os.environ["CXX"] = str(Path(__file__).parent / "compiler" / "g++")
+    os.environ["TESTS_CXX_CACHE"] = _CXX_CACHE = tempfile.mkdtemp(prefix="tests-cxx-cache-")
+
+
+def pytest_unconfigure(config):  # type: ignore[no-untyped-def]
+    if "_CXX_CACHE" in globals() and not hasattr(config, "workerinput"):  # the run that made it
+        shutil.rmtree(_CXX_CACHE, ignore_errors=True)
 
 
 def pytest_collection_modifyitems(config, items):  # type: ignore[no-untyped-def]
