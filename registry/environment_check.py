@@ -13,10 +13,14 @@ import os
 from collections.abc import Callable, Mapping
 
 from tuned_kernels.hardware.archs import KNOWN_ARCHS
-from tuned_kernels.hardware.probe import known_target
+from tuned_kernels.hardware.probe import TARGET_ENV, known_target
+from tuned_kernels.registry import settings
 from tuned_kernels.registry.settings import ON_MISS, STALE, key_named
 
 from tuned_kernels.errors import one_line
+from tuned_kernels.results.discovery import PATH_ENV
+from tuned_kernels.results.lock import ENV as LOCK_ENV
+from tuned_kernels.results.overlay import CACHE_ENV
 from tuned_kernels.setting_values import (
     MAX_MISS_JOBS,
     SWITCH,
@@ -26,29 +30,31 @@ from tuned_kernels.setting_values import (
     count,
     verbosity,
 )
+from tuned_kernels.triton_edge.measuring import MISS_JOBS_ENV
 
-TARGET = "TUNED_KERNELS_TARGET"
+TARGET = TARGET_ENV
 
-# variable: the values it takes (None: any text; checked below where it names paths)
+# variable: the values it takes (None: any text; checked below where it names paths). The names are the
+# constants the modules reading each variable read it by, so a variable renamed there is renamed here.
 CHOICES: dict[str, tuple[str, ...] | None] = {
     "TUNED_KERNELS": SWITCH,
-    "TUNED_KERNELS_VERBOSE": None,  # a switch, or a higher level
-    "TUNED_KERNELS_WARMUP": SWITCH,
-    "TUNED_KERNELS_COMPILED": SWITCH,
-    "TUNED_KERNELS_STRICT": SWITCH,
-    "TUNED_KERNELS_ON_MISS": ON_MISS,
-    "TUNED_KERNELS_STALE": STALE,
-    "TUNED_KERNELS_TARGET": None,  # a target tuned-kernels knows, as `detect` spells it (sm90, SM_90)
-    "TUNED_KERNELS_MISS_JOBS": None,
-    "TUNED_KERNELS_PATH": None,
-    "TUNED_KERNELS_TRUSTED_KEYS": None,  # keys or key files, comma-separated
-    "TUNED_KERNELS_LOCK": None,  # a lock file (tuned-kernels lock): only the bundles it names are served
-    "TUNED_KERNELS_CACHE_DIR": None,
-    "TUNED_KERNELS_CAPTURE": None,  # set by `tuned-kernels capture`
-    "TUNED_KERNELS_REPORT": None,  # set by `tuned-kernels coverage`
+    settings.VERBOSE_ENV: None,  # a switch, or a higher level
+    settings.WARMUP_ENV: SWITCH,
+    settings.COMPILED_ENV: SWITCH,
+    settings.STRICT_ENV: SWITCH,
+    settings.ON_MISS_ENV: ON_MISS,
+    settings.STALE_ENV: STALE,
+    TARGET_ENV: None,  # a target tuned-kernels knows, as `detect` spells it (sm90, SM_90)
+    MISS_JOBS_ENV: None,
+    PATH_ENV: None,
+    settings.TRUSTED_KEYS_ENV: None,  # keys or key files, comma-separated
+    LOCK_ENV: None,  # a lock file (tuned-kernels lock): only the bundles it names are served
+    CACHE_ENV: None,
+    settings.CAPTURE_ENV: None,  # set by `tuned-kernels capture`
+    settings.REPORT_ENV: None,  # set by `tuned-kernels coverage`
     "TUNED_KERNELS_GPU_TESTS": None,  # the test suite's GPU tests (ci/gpu_run.sh)
 }
-WRITTEN_PATHS = ("TUNED_KERNELS_CACHE_DIR", "TUNED_KERNELS_CAPTURE", "TUNED_KERNELS_REPORT")  # where we write
+WRITTEN_PATHS = (CACHE_ENV, settings.CAPTURE_ENV, settings.REPORT_ENV)  # where we write
 FOLDERS = ("dir", "empty", "missing")  # what TUNED_KERNELS_CACHE_DIR may name (a missing one is made)
 KindOf = Callable[[str], str]  # "file", "dir", "empty" (a folder holding no results file), "missing", "other"
 
@@ -77,7 +83,7 @@ def kind_of_bundle_path(path: str) -> str:
 def path_problem(path: str, kind_of: KindOf) -> str:
     """What is wrong with one TUNED_KERNELS_PATH entry ("" for nothing): it names nothing (perhaps several
     paths joined by another separator than the platform's), or a folder with no results file."""
-    name = "TUNED_KERNELS_PATH"
+    name = PATH_ENV
     kind = kind_of(path)
     if kind == "missing":
         joined = f" (several paths are joined by {os.pathsep!r})" if "," in path or ";" in path else ""
@@ -123,7 +129,7 @@ def environment_problems(
                 else "one of " + ", ".join(choices)
             )
             problems.append(f"{name}={shown}: takes {SWITCH_TAKES if choices == SWITCH else takes}; ignored")
-        elif name == "TUNED_KERNELS_VERBOSE" and value and verbosity(value) is None:
+        elif name == settings.VERBOSE_ENV and value and verbosity(value) is None:
             problems.append(f"{name}={shown}: takes {VERBOSE_TAKES}; ignored")
         elif name == TARGET and value and not known_target(value):
             problems.append(f"{name}={shown}: takes one of {', '.join(KNOWN_ARCHS)}; ignored")
@@ -132,14 +138,14 @@ def environment_problems(
                 f"{name}={shown}: this machine has no GPU to run its kernels, which will fail to launch (unset "
                 "it to run them on Triton's interpreter)"
             )
-        elif name == "TUNED_KERNELS_MISS_JOBS" and value and count(value) is None:
+        elif name == MISS_JOBS_ENV and value and count(value) is None:
             problems.append(f"{name}={shown}: takes a whole number from 1 to {MAX_MISS_JOBS}; ignored")
-        elif name == "TUNED_KERNELS_PATH":
+        elif name == PATH_ENV:
             problems += [
                 path_problem(p, kind_of or kind_of_bundle_path) for p in value.split(os.pathsep) if p
             ]
             problems = [p for p in problems if p]
-        elif name == "TUNED_KERNELS_TRUSTED_KEYS" and value:
+        elif name == settings.TRUSTED_KEYS_ENV and value:
             problems += [
                 f"{name} names {one_line(e, 80)}: not a key (ed25519:<base64>) nor a file holding one; it trusts "
                 "nothing"
@@ -147,7 +153,7 @@ def environment_problems(
                 if e and key_named(e) is None
             ]
         elif (
-            name == "TUNED_KERNELS_CACHE_DIR"
+            name == CACHE_ENV
             and value
             and (kind_of or kind_of_path)(os.path.expanduser(value)) not in FOLDERS
         ):

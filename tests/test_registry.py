@@ -347,6 +347,7 @@ def test_a_miss_queues_its_overlay_write_and_the_writer_takes_what_queued_meanwh
     writer = OverlayWriter(write)
     writer.submit(factories.entry(key=(1,)), False)
     assert started.wait(timeout=60)  # the first write is on, holding the missing thread not at all
+    assert writer.flush(timeout=0.01) is False  # nothing queued, but a write still on is not written yet
     for k in (2, 3):
         writer.submit(factories.entry(key=(k,)), False)
     writer.submit(factories.entry(key=(4,)), True)

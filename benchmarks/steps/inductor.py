@@ -68,7 +68,7 @@ def verdicts(r: dict[str, Any], t: Table) -> None:
             "bundle ≤ 1.1x default, 0 timed, step within 3 % of warm",
             first["bundle_only"] <= 1.1 * default
             and benchmarked == 0
-            and step["bundle_only"] <= 1.03 * step["warm_caches"],
+            and step["warm_caches"] / 1.03 <= step["bundle_only"] <= 1.03 * step["warm_caches"],
         )
         if "new_shape_bundle" in m:
             n = m["new_shape_bundle"]

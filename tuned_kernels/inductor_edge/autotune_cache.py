@@ -143,8 +143,11 @@ def mend_read_best() -> None:
     coordinate-descent winner is marked, as later torch does."""
     from torch._inductor.runtime.autotune_cache import AutotuneCache
 
+    from tuned_kernels.inductor_edge.shapes import INDUCTOR_AUTOTUNE_CACHE_READ
+    from tuned_kernels.internals import holds
+
     read_best = AutotuneCache.read_best
-    if getattr(read_best, "mended", False):
+    if getattr(read_best, "mended", False) or not holds(INDUCTOR_AUTOTUNE_CACHE_READ, AutotuneCache):
         return
 
     def mended_read_best(self: Any, inductor_meta: Any, configs: Any) -> Any:

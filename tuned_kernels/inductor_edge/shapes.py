@@ -35,8 +35,15 @@ INDUCTOR_GRAPH_KEY = Shape(
     calls=("__init__", "save_config_portable"),
 )  # fmt: skip
 
+INDUCTOR_AUTOTUNE_CACHE_READ = Shape(
+    "torch._inductor.runtime.autotune_cache", "AutotuneCache", ("read_best", "_read"),
+    "a served graph's kernels whose configs were cached elsewhere are tuned again at the first call",
+    calls=("_read", "local_cache"),
+)  # fmt: skip
+
 SHAPES = (
     INDUCTOR_GRAPH_LOAD,
+    INDUCTOR_AUTOTUNE_CACHE_READ,
     INDUCTOR_GRAPH_KEY,
     *INDUCTOR_FINAL_CHOICES,
     INDUCTOR_RBLOCK_SCALING,
