@@ -28,7 +28,7 @@ GOAL_MS = 50.0  # per miss, on the missing thread, at the bound
 HEADER = (
     "| overlay entries | rewritten on the missing thread: median / max ms | through the sink: median / max ms "
     "| ratio (medians) | writer done after | rewrites (misses each) | misses in the file: rewritten there / "
-    "through the sink | goal: ≤ 50 ms, every miss written | met |",
+    "through the sink | goal: ≤ 50 ms, every miss written to the file (the bound may then drop it) | met |",
     "|---|---|---|---|---|---|---|---|---|",
 )
 KERNEL = model.KernelIdentity("bench.overlay_kernel", "7" * 64)

@@ -86,6 +86,23 @@ def moved(a: dict[str, float], b: dict[str, float]) -> dict[str, Any]:
     }
 
 
+def table(report: dict[str, Any]) -> list[str]:
+    """A result file's rows: per timing and key, how far the configs' times moved (largest ratio)."""
+    lines = [
+        "| timing | key | configs | quiet vs quiet: median / largest, same fastest | quiet vs compiling beside: "
+        "median / largest, same fastest |",
+        "|---|---|---|---|---|",
+    ]
+    for way, keys in report["timing_noise"].items():
+        for key, row in keys.items():
+            cells = [
+                f"{row[p]['median']:.3f} / {row[p]['largest']:.3f}, {'yes' if row[p]['same_fastest'] else 'no'}"
+                for p in ("quiet_vs_quiet", "quiet_vs_busy")
+            ]
+            lines.append(f"| {way} | {key} | {row['configs']} | {' | '.join(cells)} |")
+    return lines
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(
         description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
@@ -97,7 +114,11 @@ def main() -> None:
     parser.add_argument("--ways", default="do_bench,graph", help="the timings to compare")
     parser.add_argument("--threads", type=int, default=16, help="compile threads beside the timing")
     parser.add_argument("--json", help="write the results here")
+    parser.add_argument("--table-from", help="print the table of a result file, and nothing else")
     args = parser.parse_args()
+    if args.table_from:
+        print("\n".join(table(json.loads(Path(args.table_from).read_text()))))
+        return
 
     import torch
     import triton
