@@ -56,9 +56,10 @@ TIMING_SWITCH_S = 1e-4  # the interpreter's switch interval while timing (Python
 def graph_times(fn: Callable[[], object], warmup_ms: float, rep_ms: float) -> list[float] | None:
     """`fn`'s repetitions (L2 flushed before each, a pair of device events around each) captured in a CUDA
     graph and run by one launch per replay: no repetition waits for the host, however busy the host is. A
-    few repetitions first, to estimate one and to warm up; then a graph of up to `GRAPH_REPS`, replayed
-    until `rep_ms` of repetitions have run. None where `fn` cannot be captured (a call that waits for the
-    device or reads its results on the host), or where this torch records no timing events in graphs.
+    few repetitions first, to estimate one (its flush too, as `do_bench` counts it) and to warm up; then a
+    graph of up to `GRAPH_REPS`, replayed until `rep_ms` of repetitions have run. None where `fn` cannot be
+    captured (a call that waits for the device or reads its results on the host), or where this torch
+    records no timing events in graphs.
 
     Capturing issues every call from the host, and while other threads hold the interpreter (compiles)
     each launch waits for it up to the switch interval, as does each replay: the interval is shortened
@@ -76,7 +77,7 @@ def graph_times(fn: Callable[[], object], warmup_ms: float, rep_ms: float) -> li
         torch.cuda.synchronize()
         sys.setswitchinterval(TIMING_SWITCH_S)
         small = _captured(fn, lambda: driver.clear_cache(cache), GRAPH_ESTIMATE_REPS)
-        estimate_ms = max(statistics.median(small.replay()), 1e-3)
+        estimate_ms = max(small.whole_ms() / GRAPH_ESTIMATE_REPS, 1e-3)
         warm_until = time.perf_counter() + warmup_ms / 1e3
         while time.perf_counter() < warm_until:
             small.replay()
@@ -102,6 +103,18 @@ class _Graph:
         self.graph.replay()
         torch.cuda.synchronize()
         return [b.elapsed_time(e) for b, e in zip(self.marks[::2], self.marks[1::2], strict=True)]
+
+    def whole_ms(self) -> float:
+        """Runs the graph; its whole time on the device (flushes included), in milliseconds."""
+        import torch
+
+        event: Any = torch.cuda.Event
+        start, end = event(enable_timing=True), event(enable_timing=True)
+        start.record()
+        self.graph.replay()
+        end.record()
+        torch.cuda.synchronize()
+        return float(start.elapsed_time(end))
 
 
 def _captured(fn: Callable[[], object], flush: Callable[[], object], reps: int) -> _Graph:
