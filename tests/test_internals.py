@@ -4,16 +4,20 @@ as its patch expects; one laid out otherwise is said once, and its patch steps a
 from __future__ import annotations
 
 import dataclasses
+import importlib.util
 from typing import Any
 
 import pytest
 
 from tuned_kernels import internals
+from tuned_kernels.helion_edge import shapes as helion_shapes
 from tuned_kernels.inductor_edge import shapes as inductor_shapes
 from tuned_kernels.triton_edge import autotuner
 from tuned_kernels.triton_edge import shapes as triton_shapes
 
-SHAPES = (*triton_shapes.SHAPES, *inductor_shapes.SHAPES)  # every internal the edges patch
+# Helion's where it is installed (an optional extra; the GPU machine runs these without it)
+HELION_SHAPES = helion_shapes.SHAPES if importlib.util.find_spec("helion") else ()
+SHAPES = (*triton_shapes.SHAPES, *inductor_shapes.SHAPES, *HELION_SHAPES)  # every internal the edges patch
 
 
 @pytest.mark.parametrize("shape", SHAPES, ids=lambda s: f"{s.owner}.{'+'.join(s.methods)}")
@@ -54,7 +58,11 @@ def test_a_triton_autotuner_laid_out_otherwise_is_not_patched_and_said_once(
     )
 
 
-@pytest.mark.parametrize("shape", inductor_shapes.SHAPES, ids=lambda s: f"{s.owner}.{'+'.join(s.methods)}")
+@pytest.mark.parametrize(
+    "shape",
+    (*inductor_shapes.SHAPES, *helion_shapes.SHAPES),
+    ids=lambda s: f"{s.owner}.{'+'.join(s.methods)}",
+)
 def test_a_torch_without_a_patched_method_steps_aside_with_one_line(
     shape: internals.Shape, recwarn: pytest.WarningsRecorder, monkeypatch: pytest.MonkeyPatch
 ) -> None:

@@ -31,11 +31,16 @@ def install_when_imported() -> None:
 def install(autotuner: Any) -> None:
     """Stands in for `autotuner.cache_classes` (`helion.autotuner`, given: while it is being imported,
     `helion` has no attribute `autotuner` yet)."""
+    from tuned_kernels.helion_edge.shapes import HELION_CACHE
+    from tuned_kernels.internals import holds
+
+    if _saved or not holds(HELION_CACHE):
+        return
     from tuned_kernels.helion_edge.cache import NAME, TunedKernelsCache
 
-    if _saved:
+    own = getattr(autotuner, "cache_classes", None)
+    if not isinstance(own, dict):
         return
-    own = autotuner.cache_classes
     _saved.append(own)
     autotuner.cache_classes = _CacheClasses({**own, DEFAULT: TunedKernelsCache, NAME: TunedKernelsCache})
 

@@ -39,7 +39,15 @@ def install_when_imported(stored: Stored, place_graphs: PlaceGraphs = lambda: No
 
 
 def tuned_choices() -> Any:
-    """`config.inductor_choices_class`: called by Inductor once per thread that lowers a graph."""
+    """`config.inductor_choices_class`: called by Inductor once per thread that lowers a graph (Inductor's
+    own choices where this torch is laid out otherwise than the hook expects, said once)."""
+    from tuned_kernels.inductor_edge.shapes import INDUCTOR_CHOICES
+    from tuned_kernels.internals import holds
+
+    if not all(holds(shape) for shape in INDUCTOR_CHOICES):
+        from torch._inductor.choices import InductorChoices
+
+        return InductorChoices()
     from tuned_kernels.inductor_edge.choices import TunedChoices, remember_timings, watch_final_choices
 
     if not _saver_added[0]:

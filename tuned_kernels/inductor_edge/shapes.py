@@ -41,8 +41,17 @@ INDUCTOR_AUTOTUNE_CACHE_READ = Shape(
     calls=("_read", "local_cache"),
 )  # fmt: skip
 
+INDUCTOR_CHOICES = (
+    Shape("torch._inductor.lookup_table", "LookupTableChoices",
+          ("_fallback", "can_fuse_vertical", "_generate_kernel_inputs_key"),
+          "Inductor's GEMM choices and fusions are neither served nor captured; Inductor chooses as without a bundle"),
+    Shape("torch._inductor", "select_algorithm", ("add_feedback_saver",),
+          "Inductor's GEMM choices are neither served nor captured; Inductor chooses as without a bundle"),
+)  # fmt: skip
+
 SHAPES = (
     INDUCTOR_GRAPH_LOAD,
+    *INDUCTOR_CHOICES,
     INDUCTOR_AUTOTUNE_CACHE_READ,
     INDUCTOR_GRAPH_KEY,
     *INDUCTOR_FINAL_CHOICES,
