@@ -4,6 +4,7 @@ their launches counted (`launch_inclusive`)."""
 
 from __future__ import annotations
 
+import functools
 import statistics
 import time
 from collections.abc import Callable
@@ -118,18 +119,35 @@ class _Graph:
 
 
 def _captured(fn: Callable[[], object], flush: Callable[[], object], reps: int) -> _Graph:
+    """`reps` repetitions captured on a stream of their own. Not through `torch.cuda.graph`: on entering it
+    empties torch's allocator cache (and, in some versions, collects garbage), milliseconds to tens of them
+    each time, twice a config; the memory a tune's configs use is the same from one to the next."""
     import torch
 
     event: Any = torch.cuda.Event
     marks = [event(enable_timing=True, external=True) for _ in range(2 * reps)]
     graph = torch.cuda.CUDAGraph()
-    with torch.cuda.graph(graph, capture_error_mode="thread_local"):
-        for begin, end in zip(marks[::2], marks[1::2], strict=True):
-            flush()
-            begin.record()
-            fn()
-            end.record()
+    stream = _capture_stream()
+    stream.wait_stream(torch.cuda.current_stream())
+    with torch.cuda.stream(stream):
+        graph.capture_begin(capture_error_mode="thread_local")
+        try:
+            for begin, end in zip(marks[::2], marks[1::2], strict=True):
+                flush()
+                begin.record()
+                fn()
+                end.record()
+        finally:
+            graph.capture_end()
     return _Graph(graph, marks)
+
+
+@functools.cache
+def _capture_stream() -> Any:
+    import torch
+
+    stream: Any = torch.cuda.Stream
+    return stream()
 
 
 class WallClockBenchmarker:
