@@ -87,11 +87,14 @@ def moved(a: dict[str, float], b: dict[str, float]) -> dict[str, Any]:
 
 
 def table(report: dict[str, Any]) -> list[str]:
-    """A result file's rows: per timing and key, how far the configs' times moved (largest ratio)."""
+    """A result file's rows: per timing and key, how far the configs' times moved (median and largest ratio)
+    between the two quiet passes and between quiet and the pass with threads compiling beside, and the
+    seconds the three passes took."""
+    threads = report["environment"]["threads_beside"]
     lines = [
-        "| timing | key | configs | quiet vs quiet: median / largest, same fastest | quiet vs compiling beside: "
-        "median / largest, same fastest |",
-        "|---|---|---|---|---|",
+        "| timing | key | configs | quiet vs quiet: median / largest, same fastest | quiet vs a third pass with "
+        f"{threads} threads compiling beside | seconds, three passes |",
+        "|---|---|---|---|---|---|",
     ]
     for way, keys in report["timing_noise"].items():
         for key, row in keys.items():
@@ -99,7 +102,7 @@ def table(report: dict[str, Any]) -> list[str]:
                 f"{row[p]['median']:.3f} / {row[p]['largest']:.3f}, {'yes' if row[p]['same_fastest'] else 'no'}"
                 for p in ("quiet_vs_quiet", "quiet_vs_busy")
             ]
-            lines.append(f"| {way} | {key} | {row['configs']} | {' | '.join(cells)} |")
+            lines.append(f"| {way} | {key} | {row['configs']} | {' | '.join(cells)} | {row['seconds']} |")
     return lines
 
 
