@@ -525,6 +525,43 @@ def test_a_training_step_served_from_a_capture_compiles_no_graph(tmp_path: Path)
     assert served["fxgraph_hits"] == captured["fxgraph_misses"] and served["autograd_hits"] >= 1
 
 
+def test_kernels_coordinate_descent_tuned_at_capture_run_their_configs_untuned_where_served(
+    tmp_path: Path,
+) -> None:
+    """max-autotune tunes generated kernels by coordinate descent at its first call; served elsewhere, with
+    empty caches, each finds the config its capture chose (the bundled `.best_config`, looked up under the
+    capturing machine's cache path, and on torch up to 2.11 marked as found by coordinate descent:
+    `autotune_cache.mend_read_best`) and runs it: no GPU benchmark, no generated kernel's autotuning, no
+    coordinate descent at the first call, counted by the program itself."""
+    app = [
+        sys.executable,
+        str(ROOT / "tests/corpora/inductor_model.py"),
+        "llama-small",
+        "max-autotune-no-cudagraphs",
+    ]
+
+    def run(name: str, *command: str, **extra: str) -> dict[str, Any]:
+        (tmp_path / name).mkdir()
+        env = {**os.environ, "TORCHINDUCTOR_CACHE_DIR": str(tmp_path / f"inductor-{name}"),
+               "TRITON_CACHE_DIR": str(tmp_path / f"triton-{name}"), "HOME": str(tmp_path / name), **extra}  # fmt: skip
+        done = subprocess.run(
+            [*command, *app], env=env, capture_output=True, text=True, timeout=600, cwd=tmp_path / name
+        )
+        assert done.returncode == 0, done.stderr[-3000:]  # the output matched eager PyTorch
+        return json.loads(done.stdout.splitlines()[-1])  # type: ignore[no-any-return]
+
+    bundle = tmp_path / "model.pb.zst"
+    captured = run("capture", sys.executable, "-m", "tuned_kernels", "capture", "-o", str(bundle), "--")
+    assert captured["first_call_work"]["coordinate_descent"] > 0  # there was something to serve
+    served = run("served", TUNED_KERNELS="1", TUNED_KERNELS_PATH=str(bundle))
+    assert served["fxgraph_misses"] == 0
+    assert served["first_call_work"] == {
+        "gpu_benchmarks": 0,
+        "generated_kernel_autotunes": 0,
+        "coordinate_descent": 0,
+    }
+
+
 def test_a_graph_compiled_before_tuned_kernels_was_turned_on_is_found_once_it_is(tmp_path: Path) -> None:
     """A machine warm from runs without tuned-kernels stays warm with it on: Inductor's keys leave its
     choices hook out (on this GPU's torch as on the CPU's)."""
