@@ -131,7 +131,8 @@ def test_a_line_added_above_a_served_kernel_compiles_it_once_and_benchmarks_noth
 def test_configs_are_timed_from_one_graph_launch_and_a_call_that_waits_on_the_device_by_do_bench() -> None:
     """The tuner's device timing captures a call's repetitions in a CUDA graph: the call is issued while
     capturing, never while the device runs them, and each repetition has its own time. A call that waits
-    for the device (reads a result on the host) cannot be captured: do_bench times it, counted."""
+    for the device (reads a result on the host) cannot be captured: found before any capture is tried, it
+    is timed by do_bench, counted, and the process goes on capturing."""
     import torch
 
     from tuned_kernels.triton_edge.benchmarker import (
@@ -139,6 +140,7 @@ def test_configs_are_timed_from_one_graph_launch_and_a_call_that_waits_on_the_de
         DeviceBenchmarker,
         default_benchmarker,
         graph_times,
+        graphs_given_up,
     )
 
     x, issued = torch.randn(1 << 20, device="cuda"), [0]
@@ -156,6 +158,8 @@ def test_configs_are_timed_from_one_graph_launch_and_a_call_that_waits_on_the_de
     assert isinstance(timer, DeviceBenchmarker) and timer.graphed
     assert timer(call) > 0 and timer.fallbacks == 0
     assert timer(lambda: torch.mul(x, 2.0).sum().item()) > 0 and timer.fallbacks == 1
+    # found before any capture (run once with torch's synchronisation check failing): the process captures on
+    assert graphs_given_up() is None and graph_times(call, warmup_ms=5, rep_ms=20) is not None
 
 
 def test_split_k_matmul_is_exact_across_launches_and_streams() -> None:

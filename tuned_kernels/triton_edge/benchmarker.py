@@ -58,9 +58,12 @@ def graph_times(fn: Callable[[], object], warmup_ms: float, rep_ms: float) -> li
     """`fn`'s repetitions (L2 flushed before each, a pair of device events around each) captured in a CUDA
     graph and run by one launch per replay: no repetition waits for the host, however busy the host is. A
     few repetitions first, to estimate one (its flush too, as `do_bench` counts it) and to warm up; then a
-    graph of up to `GRAPH_REPS`, replayed until `rep_ms` of repetitions have run. None where `fn` cannot be
-    captured (a call that waits for the device or reads its results on the host), or where this torch
-    records no timing events in graphs.
+    graph of up to `GRAPH_REPS`, replayed until `rep_ms` of repetitions have run.
+
+    None where `fn` cannot be captured: a call that waits for the device (reads a result on the host) is
+    found by running it once on the capture stream with torch's synchronisation check set to fail, before
+    any capture. A capture that fails all the same leaves torch's allocator with a capture it never ended,
+    so from then on this process times by `do_bench` (`graphs_given_up`, said once).
 
     Capturing issues every call from the host, and while other threads hold the interpreter (compiles)
     each launch waits for it up to the switch interval, as does each replay: the interval is shortened
@@ -70,27 +73,73 @@ def graph_times(fn: Callable[[], object], warmup_ms: float, rep_ms: float) -> li
     import torch
     from triton import runtime
 
+    if _given_up:
+        return None
     driver = runtime.driver.active
     cache = driver.get_empty_cache_for_benchmark()
+    stream = _capture_stream(torch.cuda.current_device())
+    if not _runs_without_waiting(fn, lambda: driver.clear_cache(cache), stream):
+        return None
     switch = sys.getswitchinterval()
     try:
-        fn()  # compiled and loaded before any capture
-        torch.cuda.synchronize()
         sys.setswitchinterval(TIMING_SWITCH_S)
-        small = _captured(fn, lambda: driver.clear_cache(cache), GRAPH_ESTIMATE_REPS)
+        small = _captured(fn, lambda: driver.clear_cache(cache), GRAPH_ESTIMATE_REPS, stream)
         estimate_ms = max(small.whole_ms() / GRAPH_ESTIMATE_REPS, 1e-3)
         warm_until = time.perf_counter() + warmup_ms / 1e3
         while time.perf_counter() < warm_until:
             small.replay()
         wanted = max(1, int(rep_ms / estimate_ms))
-        graph = _captured(fn, lambda: driver.clear_cache(cache), min(wanted, GRAPH_REPS))
+        graph = _captured(fn, lambda: driver.clear_cache(cache), min(wanted, GRAPH_REPS), stream)
         replays = min(GRAPH_MAX_REPLAYS, -(-wanted // GRAPH_REPS))
         return [t for _ in range(replays) for t in graph.replay()]
-    except Exception:  # torch leaves no capture open after a failed one
+    except Exception as exc:
+        _give_up(exc)
         torch.cuda.synchronize()
         return None
     finally:
         sys.setswitchinterval(switch)
+
+
+_given_up: list[str] = []  # why this process stopped capturing (empty: it has not)
+
+
+def graphs_given_up() -> str | None:
+    """Why this process times by `do_bench` now (a capture failed), or None."""
+    return _given_up[0] if _given_up else None
+
+
+def _give_up(exc: BaseException) -> None:
+    from tuned_kernels.errors import one_line, warn
+
+    if not _given_up:
+        _given_up.append(f"{type(exc).__name__}: {one_line(str(exc), 120)}")
+        warn(
+            f"a config's call could not be captured in a CUDA graph ({_given_up[0]}): configs are timed by "
+            "do_bench from here on, which counts the host's gaps between launches"
+        )
+
+
+def _runs_without_waiting(fn: Callable[[], object], flush: Callable[[], object], stream: Any) -> bool:
+    """Runs a flush and `fn` once on `stream` (compiling and loading what `fn` launches, and making what it
+    keeps per stream, outside any capture), failing any wait for the device torch sees: whether `fn` can be
+    captured as far as torch can tell without capturing."""
+    import torch
+
+    stream.wait_stream(torch.cuda.current_stream())
+    mode = torch.cuda.get_sync_debug_mode()
+    try:
+        with torch.cuda.stream(stream):
+            torch.cuda.set_sync_debug_mode("error")
+            try:
+                flush()
+                fn()
+            finally:
+                torch.cuda.set_sync_debug_mode(mode)
+    except RuntimeError:
+        return False
+    finally:
+        torch.cuda.synchronize()
+    return True
 
 
 class _Graph:
@@ -118,16 +167,15 @@ class _Graph:
         return float(start.elapsed_time(end))
 
 
-def _captured(fn: Callable[[], object], flush: Callable[[], object], reps: int) -> _Graph:
-    """`reps` repetitions captured on a stream of their own. Not through `torch.cuda.graph`: on entering it
-    empties torch's allocator cache (and, in some versions, collects garbage), milliseconds to tens of them
-    each time, twice a config; the memory a tune's configs use is the same from one to the next."""
+def _captured(fn: Callable[[], object], flush: Callable[[], object], reps: int, stream: Any) -> _Graph:
+    """`reps` repetitions captured on `stream`. Not through `torch.cuda.graph`: on entering it empties
+    torch's allocator cache (and, in some versions, collects garbage), milliseconds to tens of them each
+    time, twice a config; the memory a tune's configs use is the same from one to the next."""
     import torch
 
     event: Any = torch.cuda.Event
     marks = [event(enable_timing=True, external=True) for _ in range(2 * reps)]
     graph = torch.cuda.CUDAGraph()
-    stream = _capture_stream()
     stream.wait_stream(torch.cuda.current_stream())
     with torch.cuda.stream(stream):
         graph.capture_begin(capture_error_mode="thread_local")
@@ -143,11 +191,12 @@ def _captured(fn: Callable[[], object], flush: Callable[[], object], reps: int) 
 
 
 @functools.cache
-def _capture_stream() -> Any:
+def _capture_stream(device: int) -> Any:
+    """One stream per device to capture on (a graph is captured on a stream other than the default)."""
     import torch
 
     stream: Any = torch.cuda.Stream
-    return stream()
+    return stream(device=device)
 
 
 class WallClockBenchmarker:
