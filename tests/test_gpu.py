@@ -500,27 +500,35 @@ def test_torch_compile_served_from_a_capture_generates_the_captured_kernels(tmp_
     assert served["triton"] == captured["triton"]
 
 
+class ModelRuns:
+    """tests/corpora/inductor_model.py run in folders of `root`, each run with a HOME and empty Inductor and
+    Triton caches of its own; `run` gives its JSON line (it checked its outputs against eager PyTorch)."""
+
+    def __init__(self, root: Path, *args: str) -> None:
+        self.root, self.app = root, [sys.executable, str(ROOT / "tests/corpora/inductor_model.py"), *args]
+
+    def run(self, name: str, *command: str, **extra: str) -> dict[str, Any]:
+        folder = self.root / name
+        folder.mkdir()
+        env = {**os.environ, "TORCHINDUCTOR_CACHE_DIR": str(self.root / f"inductor-{name}"),
+               "TRITON_CACHE_DIR": str(self.root / f"triton-{name}"), "HOME": str(folder), **extra}  # fmt: skip
+        done = subprocess.run(
+            [*command, *self.app], env=env, capture_output=True, text=True, timeout=600, cwd=folder
+        )
+        assert done.returncode == 0, done.stderr[-3000:]
+        return json.loads(done.stdout.splitlines()[-1])  # type: ignore[no-any-return]
+
+
 def test_a_training_step_served_from_a_capture_compiles_no_graph(tmp_path: Path) -> None:
     """torch.compile, forward and backward: a capture keeps the compiled graphs; a fresh process in another
     folder with only that file and empty Inductor and Triton caches finds every graph in Inductor's caches
     (no FX-graph or AOTAutograd miss), times no GEMM choice, and matches eager PyTorch. (max-autotune's
     graphs: benchmarks/inductor_warm.py.)"""
-    app = [sys.executable, str(ROOT / "tests/corpora/inductor_model.py"), "llama-small", "default", "train"]
-
-    def run(name: str, *command: str, **extra: str) -> dict[str, Any]:
-        (tmp_path / name).mkdir()
-        env = {**os.environ, "TORCHINDUCTOR_CACHE_DIR": str(tmp_path / f"inductor-{name}"),
-               "TRITON_CACHE_DIR": str(tmp_path / f"triton-{name}"), "HOME": str(tmp_path / name), **extra}  # fmt: skip
-        done = subprocess.run(
-            [*command, *app], env=env, capture_output=True, text=True, timeout=600, cwd=tmp_path / name
-        )
-        assert done.returncode == 0, done.stderr[-3000:]  # the output and a gradient matched eager PyTorch
-        return json.loads(done.stdout.splitlines()[-1])  # type: ignore[no-any-return]
-
+    model = ModelRuns(tmp_path, "llama-small", "default", "train")
     bundle = tmp_path / "train.pb.zst"
-    captured = run("capture", sys.executable, "-m", "tuned_kernels", "capture", "-o", str(bundle), "--")
+    captured = model.run("capture", sys.executable, "-m", "tuned_kernels", "capture", "-o", str(bundle), "--")
     assert captured["fxgraph_misses"] >= 2  # a forward and a backward
-    served = run("served", TUNED_KERNELS="1", TUNED_KERNELS_PATH=str(bundle))
+    served = model.run("served", TUNED_KERNELS="1", TUNED_KERNELS_PATH=str(bundle))
     assert (served["fxgraph_misses"], served["autograd_misses"], served["gemm_choices_benchmarked"]) == (
         0,
         0,
@@ -537,27 +545,11 @@ def test_kernels_coordinate_descent_tuned_at_capture_run_their_configs_untuned_w
     capturing machine's cache path, and on torch up to 2.11 marked as found by coordinate descent:
     `autotune_cache.mend_read_best`) and runs it: no GPU benchmark, no generated kernel's autotuning, no
     coordinate descent at the first call, counted by the program itself."""
-    app = [
-        sys.executable,
-        str(ROOT / "tests/corpora/inductor_model.py"),
-        "llama-small",
-        "max-autotune-no-cudagraphs",
-    ]
-
-    def run(name: str, *command: str, **extra: str) -> dict[str, Any]:
-        (tmp_path / name).mkdir()
-        env = {**os.environ, "TORCHINDUCTOR_CACHE_DIR": str(tmp_path / f"inductor-{name}"),
-               "TRITON_CACHE_DIR": str(tmp_path / f"triton-{name}"), "HOME": str(tmp_path / name), **extra}  # fmt: skip
-        done = subprocess.run(
-            [*command, *app], env=env, capture_output=True, text=True, timeout=600, cwd=tmp_path / name
-        )
-        assert done.returncode == 0, done.stderr[-3000:]  # the output matched eager PyTorch
-        return json.loads(done.stdout.splitlines()[-1])  # type: ignore[no-any-return]
-
+    model = ModelRuns(tmp_path, "llama-small", "max-autotune-no-cudagraphs")
     bundle = tmp_path / "model.pb.zst"
-    captured = run("capture", sys.executable, "-m", "tuned_kernels", "capture", "-o", str(bundle), "--")
+    captured = model.run("capture", sys.executable, "-m", "tuned_kernels", "capture", "-o", str(bundle), "--")
     assert captured["first_call_work"]["coordinate_descent"] > 0  # there was something to serve
-    served = run("served", TUNED_KERNELS="1", TUNED_KERNELS_PATH=str(bundle))
+    served = model.run("served", TUNED_KERNELS="1", TUNED_KERNELS_PATH=str(bundle))
     assert served["fxgraph_misses"] == 0
     assert served["first_call_work"] == {
         "gpu_benchmarks": 0,
