@@ -32,6 +32,7 @@ COUNTS = (
     "rejected",
     "artifacts",
     "artifact_bytes",
+    "timed_by_do_bench",
 )
 
 
@@ -64,6 +65,7 @@ class TuneReport:
     seconds: float = 0.0
     compile_seconds: float = 0.0  # waiting for a key's space to compile (not hidden behind measuring)
     benchmark_seconds: float = 0.0  # inside the benchmarker: the pure measuring time
+    timed_by_do_bench: int = 0  # configs whose call a CUDA graph could not capture (do_bench timed them)
     per_family: dict[str, int] = field(default_factory=dict)
     failed: list[str] = field(default_factory=list)
     artifacts: int = 0
@@ -162,6 +164,7 @@ def merge_reports(reports: Sequence[TuneReport], seconds: float) -> TuneReport:
         merged.failed += r.failed
         merged.artifacts += r.artifacts
         merged.artifact_bytes += r.artifact_bytes
+        merged.timed_by_do_bench += r.timed_by_do_bench
         for family, n in r.per_family.items():
             merged.per_family[family] = merged.per_family.get(family, 0) + n
         for family, names in r.launched_instead.items():

@@ -25,6 +25,7 @@ from tuned_kernels.aot.work import (
 )
 
 from tuned_kernels import model
+from tuned_kernels.triton_edge.benchmarker import fallbacks
 from tuned_kernels.triton_edge.launch import LaunchesAnother
 
 
@@ -137,7 +138,7 @@ class TuneRun:
         self.measuring = slot
         self.prepare(self.claimed.next_mine(n))  # the next key's space compiles while this one is measured
         times = self.tuner.times
-        t0, waited = time.monotonic(), times.compile
+        t0, waited, fell_back = time.monotonic(), times.compile, fallbacks(self.tuner.benchmarker)
         try:
             with kind_of(item.family.kernel).measuring(self.done.values()):
                 on_config = functools.partial(self.progress, n, item)
@@ -148,6 +149,7 @@ class TuneRun:
             return False
         finally:  # the compiles it waited for inside are the GPU idle, not measuring
             times.measure += time.monotonic() - t0 - (times.compile - waited)
+            self.report.timed_by_do_bench += fallbacks(self.tuner.benchmarker) - fell_back
         self.done[slot] = entry
         self.report.add(item.family.name, entry)
         summary = (
@@ -159,8 +161,7 @@ class TuneRun:
         return True
 
     def tune_searched(self, n: int, item: WorkItem) -> bool:
-        """Tunes item n, whose kernel searches its configs itself, into `done`; False when there was nothing
-        new to keep."""
+        """Tunes item n, whose kernel searches its configs itself, into `done` (False: nothing new to keep)."""
         self.prepare(self.claimed.next_mine(n))
         t0 = time.monotonic()
         try:

@@ -384,6 +384,31 @@ def test_merged_report_adds_up_participants() -> None:
     assert merged.artifact_note == "4 compiled kernels kept, 40 bytes" and merged.seconds == 2.0
 
 
+def test_the_report_counts_the_configs_timed_by_do_bench_because_no_graph_could_capture_them() -> None:
+    """The GPU's benchmarker counts the calls it could not time from a CUDA graph (`fallbacks`); the report
+    says how many configs each key's tuning timed so, added up over the participants."""
+    from tuned_kernels.aot.tune_report import TuneReport, merge_reports
+
+    class HalfFallingBack:  # every other call timed by do_bench, as DeviceBenchmarker(graphed=True) counts it
+        def __init__(self) -> None:
+            self.calls, self.fallbacks = 0, 0
+
+        def __call__(self, fn: object) -> float:
+            self.calls += 1
+            self.fallbacks += self.calls % 2
+            return 1.0
+
+    timer = HalfFallingBack()
+    tuner = Tuner(target_for_arch("cpu"), "cpu", timer, TuneOptions())
+    report = tune_run.tune(tuner, work_items(load_corpus(PLANTED), "quick", (0, 1)), {}, lambda _: None)
+    assert timer.calls > 1  # every config the check passed was timed
+    assert report.timed_by_do_bench == timer.fallbacks == (timer.calls + 1) // 2
+    assert (
+        merge_reports([report, TuneReport(timed_by_do_bench=2)], 1.0).timed_by_do_bench
+        == report.timed_by_do_bench + 2
+    )
+
+
 def test_tune_says_where_each_gpus_time_went_adding_up_to_the_run(tmp_path: Path) -> None:
     run = subprocess.run(
         [sys.executable, "-m", "tuned_kernels", "tune", "--corpus", PLANTED, "-o", "r.pb", "--json"],

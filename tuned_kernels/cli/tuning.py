@@ -148,6 +148,11 @@ def cmd_tune(args: argparse.Namespace) -> int:
         )
         if report.artifact_note:
             print(f"  artifacts: {report.artifact_note}")
+        if report.timed_by_do_bench:
+            print(
+                f"  timed by do_bench: {report.timed_by_do_bench} configs, their calls not capturable in a CUDA "
+                "graph (do_bench counts the host's gaps between launches)"
+            )
         for failure in report.failed:
             print(f"  failed: {failure}")
     nothing = tuned_nothing(report, request)

@@ -48,6 +48,12 @@ class DeviceBenchmarker:
         return float(do_bench(fn, warmup=self.warmup_ms, rep=self.rep_ms, return_mode=self.statistic))
 
 
+def fallbacks(benchmarker: Benchmarker) -> int:
+    """How many calls `benchmarker` has timed by `do_bench` because a CUDA graph could not capture them (0
+    for one that does not capture)."""
+    return int(getattr(benchmarker, "fallbacks", 0))
+
+
 GRAPH_REPS = 32  # repetitions captured in one graph (capturing costs the host a launch each), replayed
 GRAPH_MAX_REPLAYS = 32  # as often as `rep_ms` asks, up to this many times (a short kernel: 1,024 samples)
 GRAPH_ESTIMATE_REPS = 5
