@@ -5,6 +5,10 @@ from __future__ import annotations
 
 import dataclasses
 import importlib.util
+import os
+import subprocess
+import sys
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -72,3 +76,38 @@ def test_a_torch_without_a_patched_method_steps_aside_with_one_line(
     assert not internals.holds(renamed)
     (said,) = [str(w.message) for w in recwarn]
     assert f"has no {shape.owner}.{shape.methods[0]}_renamed: {shape.without}" in said
+
+
+OWN_CHOICES = """
+import dataclasses, torch
+from torch._inductor import config
+from tuned_kernels.inductor_edge import hooks, shapes
+
+shapes.INDUCTOR_CHOICES = tuple(  # a torch whose choices classes are laid out otherwise
+    dataclasses.replace(s, methods=tuple(m + "_renamed" for m in s.methods)) for s in shapes.INDUCTOR_CHOICES
+)
+with config.patch(inductor_choices_class=hooks.tuned_choices):
+    out = torch.compile(lambda x: torch.relu(x) * 2)(torch.arange(-4.0, 4.0))
+assert torch.equal(out, torch.relu(torch.arange(-4.0, 4.0)) * 2)
+print(type(hooks.tuned_choices()).__name__)
+"""
+
+
+def test_a_torch_without_the_choices_hooks_shape_compiles_with_inductors_own_choices(tmp_path: Path) -> None:
+    """Inductor asks the choices factory for a uuid to key each graph: where the hook's shape does not hold,
+    what it gives instead is Inductor's own choices keyed as the hook is, and the program compiles, with
+    one line said."""
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("TUNED_KERNELS", "TORCHINDUCTOR"))}
+    env["TORCHINDUCTOR_CACHE_DIR"] = str(tmp_path / "inductor")
+    done = subprocess.run(
+        [sys.executable, "-c", OWN_CHOICES],
+        capture_output=True,
+        text=True,
+        timeout=300,
+        env=env,
+        cwd=tmp_path,
+    )
+    assert done.returncode == 0, done.stderr[-3000:]
+    assert done.stdout.split() == ["InductorsOwnChoices"]
+    said = [line for line in done.stderr.splitlines() if line.startswith("tuned-kernels: ")]
+    assert len(said) == 1 and "LookupTableChoices._fallback_renamed" in said[0], done.stderr[-3000:]

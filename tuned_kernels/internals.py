@@ -17,7 +17,7 @@ from tuned_kernels.errors import warn
 @dataclass(frozen=True)
 class Shape:
     module: str
-    owner: str  # a class of `module`
+    owner: str  # a class of `module` (or a submodule, its methods the module's functions)
     methods: tuple[str, ...]  # each a callable of `owner`
     without: str  # what happens where the shape does not hold
     calls: tuple[str, str] | None = None  # (a method, a name it must call by name): how it reaches a patch
@@ -29,7 +29,7 @@ _said: set[str] = set()
 def holds(shape: Shape, owner: Any = None) -> bool:
     """Whether `shape` holds for `owner` (default: the class it names, imported), said once where not."""
     try:
-        owner = getattr(importlib.import_module(shape.module), shape.owner) if owner is None else owner
+        owner = _imported(shape) if owner is None else owner
     except (ImportError, AttributeError):
         return _not(shape, f"{shape.module}.{shape.owner}")
     for method in shape.methods:
@@ -42,6 +42,15 @@ def holds(shape: Shape, owner: Any = None) -> bool:
         if code is None or callee not in code.co_names:
             return _not(shape, f"{shape.owner}.{caller} calling {callee}")
     return True
+
+
+def _imported(shape: Shape) -> Any:
+    """The owner `shape` names: a class of its module, or a submodule not imported yet."""
+    module = importlib.import_module(shape.module)
+    try:
+        return getattr(module, shape.owner)
+    except AttributeError:
+        return importlib.import_module(f"{shape.module}.{shape.owner}")
 
 
 def _not(shape: Shape, missing: str) -> bool:

@@ -78,16 +78,11 @@ def _occurrence_key(key: model.TuningKey) -> model.TuningKey:
     return at_occurrence(key, occurrence)
 
 
-def hook_uuid() -> str:
-    """What Inductor's graph keys hold for the choices hook on torch after 2.11 (hooks.py leaves it out)."""
-    from tuned_kernels.version import TOOL_VERSION
-
-    return f"tuned-kernels {TOOL_VERSION}"
-
-
 class TunedChoices(LookupTableChoices):
     def uuid(self) -> str:
         """Inductor's FX-graph cache key for this class (graphs compiled with it may be reused)."""
+        from tuned_kernels.inductor_edge.hooks import hook_uuid
+
         return hook_uuid()
 
     def _fallback(

@@ -21,6 +21,7 @@ from tuned_kernels import model
 from tuned_kernels.errors import one_line, warn
 from tuned_kernels.inductor_edge import reduction_choices, unloadable
 from tuned_kernels.post_import import when_imported
+from tuned_kernels.version import TOOL_VERSION
 
 Stored = Callable[[model.KernelIdentity], Sequence[model.Entry]]  # the bundles' entries for a kernel
 PlaceGraphs = Callable[[], None]  # puts the bundles' compiled graphs into Inductor's cache directory
@@ -45,9 +46,7 @@ def tuned_choices() -> Any:
     from tuned_kernels.internals import holds
 
     if not all(holds(shape) for shape in INDUCTOR_CHOICES):
-        from torch._inductor.choices import InductorChoices
-
-        return InductorChoices()
+        return _inductors_own_choices()
     from tuned_kernels.inductor_edge.choices import TunedChoices, remember_timings, watch_final_choices
 
     if not _saver_added[0]:
@@ -107,14 +106,27 @@ def _keys_without_the_choices_hook(codecache: Any) -> None:
     type.__setattr__(details, "__init__", keyed)
 
 
+def hook_uuid() -> str:
+    """What Inductor's graph keys hold for the choices hook on torch after 2.11 (left out of them here)."""
+    return f"tuned-kernels {TOOL_VERSION}"
+
+
+def _inductors_own_choices() -> Any:
+    """Inductor's own choices, where this torch is laid out otherwise than the hook expects: keyed as the
+    hook is (Inductor asks what the factory makes for a uuid), so graph keys stay those of a run without it."""
+    from torch._inductor.choices import InductorChoices
+
+    class InductorsOwnChoices(InductorChoices):
+        def uuid(self) -> str:
+            return hook_uuid()
+
+    return InductorsOwnChoices()
+
+
 def _is_ours(hashed: Any) -> bool:
     """Whether a graph key's choices entry is tuned-kernels' hook (the factory itself on torch 2.11, the uuid
     of what it makes on later torch)."""
-    if hashed is tuned_choices:
-        return True
-    from tuned_kernels.inductor_edge.choices import hook_uuid
-
-    return isinstance(hashed, str) and hashed == hook_uuid()
+    return hashed is tuned_choices or (isinstance(hashed, str) and hashed == hook_uuid())
 
 
 def _fill_autotune_cache(stored: Stored) -> None:
