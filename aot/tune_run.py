@@ -44,18 +44,11 @@ def tune(
 
 
 class TuneRun:
-    """One `Tuner.run`: which items are this process's, the keys probed (and compiling) ahead, progress.
-    What it needs of the tuner is public: `key_of`, `slot_on_meta`, `start_compiling`, `tune_case`,
-    `times`, `options` and `on_progress`."""
+    """One `Tuner.run`: this process's items, the keys probed (and compiling) ahead, progress. Of the tuner
+    it uses `key_of`, `slot_on_meta`, `start_compiling`, `tune_case`, `times`, `options`, `on_progress`."""
 
-    def __init__(
-        self,
-        tuner: Tuner,
-        items: Sequence[WorkItem],
-        done: dict[model.EntrySlot, model.Entry],
-        claims: Claims,
-        gpu: str = "",
-    ) -> None:
+    def __init__(self, tuner: Tuner, items: Sequence[WorkItem], done: dict[model.EntrySlot, model.Entry],
+                 claims: Claims, gpu: str = "") -> None:  # fmt: skip
         self.tuner, self.items, self.done, self.claims = tuner, items, done, claims
         self.gpu = gpu or this_gpu(tuner.target)
         self.began: float | None = None  # time.time() when its first key started
@@ -142,14 +135,16 @@ class TuneRun:
         try:
             with kind_of(item.family.kernel).measuring(self.done.values()):
                 on_config = functools.partial(self.progress, n, item)
-                entry = self.tuner.tune_case(item, probed, on_config, compiling)
+                entry: model.Entry | NoValidConfig = self.tuner.tune_case(item, probed, on_config, compiling)
         except NoValidConfig as exc:
-            self.report.failed.append(str(exc))
-            self.progress(n, item, summary=f"FAILED: {exc}")
-            return False
+            entry = exc
         finally:  # the compiles it waited for inside are the GPU idle, not measuring
             times.measure += time.monotonic() - t0 - (times.compile - waited)
             self.report.timed_by_do_bench += fallbacks(self.tuner.benchmarker) - fell_back
+        if isinstance(entry, NoValidConfig):  # counted above, before progress tells a Dask client of it
+            self.report.failed.append(str(entry))
+            self.progress(n, item, summary=f"FAILED: {entry}")
+            return False
         self.done[slot] = entry
         self.report.add(item.family.name, entry)
         summary = (

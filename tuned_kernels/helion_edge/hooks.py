@@ -40,6 +40,9 @@ def install(autotuner: Any) -> None:
 
     own = getattr(autotuner, "cache_classes", None)
     if not isinstance(own, dict):
+        from tuned_kernels.errors import warn
+
+        warn(f"this helion has no cache_classes dict in helion.autotuner: {HELION_CACHE.without}")
         return
     _saved.append(own)
     autotuner.cache_classes = _CacheClasses({**own, DEFAULT: TunedKernelsCache, NAME: TunedKernelsCache})
