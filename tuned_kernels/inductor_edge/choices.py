@@ -31,6 +31,7 @@ from tuned_kernels import internals, model, resolving
 from tuned_kernels.decision import Decision, Measured
 from tuned_kernels.errors import owner_decides
 from tuned_kernels.inductor_edge import fusion, shapes
+from tuned_kernels.inductor_edge.hook_id import hook_uuid
 from tuned_kernels.inductor_edge.keys import config_of, identity_of, key_of
 
 
@@ -81,8 +82,6 @@ def _occurrence_key(key: model.TuningKey) -> model.TuningKey:
 class TunedChoices(LookupTableChoices):
     def uuid(self) -> str:
         """Inductor's FX-graph cache key for this class (graphs compiled with it may be reused)."""
-        from tuned_kernels.inductor_edge.hooks import hook_uuid
-
         return hook_uuid()
 
     def _fallback(

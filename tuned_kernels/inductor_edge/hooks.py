@@ -20,8 +20,8 @@ from typing import Any
 from tuned_kernels import model
 from tuned_kernels.errors import one_line, warn
 from tuned_kernels.inductor_edge import reduction_choices, unloadable
+from tuned_kernels.inductor_edge.hook_id import hook_uuid
 from tuned_kernels.post_import import when_imported
-from tuned_kernels.version import TOOL_VERSION
 
 Stored = Callable[[model.KernelIdentity], Sequence[model.Entry]]  # the bundles' entries for a kernel
 PlaceGraphs = Callable[[], None]  # puts the bundles' compiled graphs into Inductor's cache directory
@@ -104,11 +104,6 @@ def _keys_without_the_choices_hook(codecache: Any) -> None:
 
     keyed.tuned_kernels_keyed = True  # type: ignore[attr-defined]
     type.__setattr__(details, "__init__", keyed)
-
-
-def hook_uuid() -> str:
-    """What Inductor's graph keys hold for the choices hook on torch after 2.11 (left out of them here)."""
-    return f"tuned-kernels {TOOL_VERSION}"
 
 
 def _inductors_own_choices() -> Any:
