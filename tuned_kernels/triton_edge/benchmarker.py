@@ -82,20 +82,20 @@ def graph_times(fn: Callable[[], object], warmup_ms: float, rep_ms: float) -> li
     if _given_up:
         return None
     driver = runtime.driver.active
-    cache = driver.get_empty_cache_for_benchmark()
+    flush = functools.partial(driver.clear_cache, driver.get_empty_cache_for_benchmark())
     stream = _capture_stream(torch.cuda.current_device())
-    if not _runs_without_waiting(fn, lambda: driver.clear_cache(cache), stream):
+    if not _runs_without_waiting(fn, flush, stream):
         return None
     switch = sys.getswitchinterval()
     try:
         sys.setswitchinterval(TIMING_SWITCH_S)
-        small = _captured(fn, lambda: driver.clear_cache(cache), GRAPH_ESTIMATE_REPS, stream)
+        small = _captured(fn, flush, GRAPH_ESTIMATE_REPS, stream)
         estimate_ms = max(small.whole_ms() / GRAPH_ESTIMATE_REPS, 1e-3)
         warm_until = time.perf_counter() + warmup_ms / 1e3
         while time.perf_counter() < warm_until:
             small.replay()
         wanted = max(1, int(rep_ms / estimate_ms))
-        graph = _captured(fn, lambda: driver.clear_cache(cache), min(wanted, GRAPH_REPS), stream)
+        graph = _captured(fn, flush, min(wanted, GRAPH_REPS), stream)
         replays = min(GRAPH_MAX_REPLAYS, -(-wanted // GRAPH_REPS))
         return [t for _ in range(replays) for t in graph.replay()]
     except Exception as exc:
