@@ -102,6 +102,44 @@ def contenders(
     return close if len(close) >= 2 else [c for _, _, c in ran[:2]]
 
 
+# Before a winner is kept, the configs close to the fastest are timed again, in turn: a whole timing window can
+# run slow (the card's clock, a neighbour's traffic) by more than such configs differ, which the least sample of
+# one window does not see (two quiet passes over a row kernel's configs on one H100: up to 7 % apart). Each
+# finalist keeps its least time over its windows.
+FINAL_WITHIN = 0.04
+FINALISTS = 3
+FINAL_ROUNDS = 2
+
+
+def finalists(
+    measured: Mapping[Config, float | None], within: float = FINAL_WITHIN, most: int = FINALISTS
+) -> list[Config]:
+    """The configs timed again before a winner is kept: those within `within` of the fastest, fastest first,
+    at most `most`; none where fewer than two are that close (nothing to decide)."""
+    ran = sorted((t, repr(c), c) for c, t in measured.items() if t is not None)
+    close = [c for t, _, c in ran if t <= ran[0][0] * (1 + within)][:most] if ran else []
+    return close if len(close) >= 2 else []
+
+
+def retimed(
+    measured: Mapping[Config, float | None], measure: Measure, rounds: int = FINAL_ROUNDS
+) -> dict[Config, float | None]:
+    """`measured`, its `finalists` timed `rounds` more times each, in turn (one window of each per round),
+    each keeping its least time; a finalist that fails or is rejected on a second timing keeps its first."""
+    times = dict(measured)
+    chosen = finalists(measured)
+    for _ in range(rounds if chosen else 0):
+        for config in chosen:
+            try:
+                again = measure(config)
+            except Exception:  # it ran once; a config's failure must not stop the tune
+                again = None
+            first = times[config]
+            if again is not None and first is not None:
+                times[config] = min(first, again)
+    return times
+
+
 TIE = 0.01  # configs within 1 % of the fastest measured are one speed: timing noise between runs and cards
 
 
