@@ -103,7 +103,8 @@ def verdicts(report: dict[str, Any], row: Callable[[str, str, str, str, bool | N
             f"{bundle:.2f} s vs {default:.2f} s / {warm:.2f} s = **{bundle / default:.2f}x** / "
             f"**{bundle / warm:.2f}x**; its capture (no caches) {m['capture']['first_call_s']:.1f} s; graphs "
             f"compiled {compiled}, GEMM choices timed {timed}{work_text}; step {step:.3f} vs {warm_step:.3f} ms "
-            f"warm; bundle {m['bundle_bytes'] // 1024} KiB{_kernels(m.get('graph_triton_kernels'))}",
+            f"warm (runs: bundle {_spread(m['bundle_only'])}, warm {_spread(m['warm_caches'])} ms); bundle "
+            f"{m['bundle_bytes'] // 1024} KiB{_kernels(m.get('graph_triton_kernels'))}",
             f"≤ {FIRST_VS_DEFAULT}x default, ≤ {FIRST_VS_WARM}x warm, 0 compiled, 0 timed, 0 tuned, step within 3 %",
             bundle <= FIRST_VS_DEFAULT * default
             and bundle <= FIRST_VS_WARM * warm
@@ -112,6 +113,12 @@ def verdicts(report: dict[str, Any], row: Callable[[str, str, str, str, bool | N
             and work == 0
             and warm_step / STEP_VS_WARM <= step <= STEP_VS_WARM * warm_step,
         )
+
+
+def _spread(runs: list[dict[str, Any]]) -> str:
+    """The least and the largest step of `runs`, in milliseconds: `0.47–0.80`."""
+    steps = [x["step_ms"] for x in runs]
+    return f"{min(steps):.2f}–{max(steps):.2f}"
 
 
 def _kernels(counted: dict[str, int] | None) -> str:

@@ -400,7 +400,9 @@ def _plain(said: str) -> str:
         r"config .*? is not one of", "config (the stored winner) is not one of", said
     )  # a timed winner
     # how many graph files a capture kept differs from machine to machine (9 and 13 seen on CPU)
-    said = re.sub(r"the bundles' \d+ torch.compile graph files", "the bundles' torch.compile graph files", said)
+    said = re.sub(
+        r"the bundles' \d+ torch.compile graph files", "the bundles' torch.compile graph files", said
+    )
     for name in ("triton", "torch", "helion"):  # the versions running here: another build reads the same
         with contextlib.suppress(importlib.metadata.PackageNotFoundError):
             said = said.replace(f"running {importlib.metadata.version(name)}", f"running this {name}")

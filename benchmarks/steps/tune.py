@@ -83,7 +83,12 @@ def verdicts(r: dict[str, Any], t: Table) -> None:
             "tune",
             "our tune wall vs pure benchmark time",
             f"{ex['seconds']:.1f} s vs {pure:.1f} s = {ex['seconds'] / pure:.2f}x "
-            f"(compile {ex['compile_seconds']:.1f} s)",
+            f"(compile {ex['compile_seconds']:.1f} s)"
+            + (
+                f"; the whole process {ex['wall_s']:.1f} s = {ex['wall_s'] / pure:.2f}x"
+                if "wall_s" in ex
+                else ""
+            ),
             "≤ 1.3x",
             ex["seconds"] / pure <= 1.3,
         )
