@@ -589,7 +589,7 @@ def test_kernels_coordinate_descent_tuned_at_capture_run_their_configs_untuned_w
         "gpu_benchmarks": 0,
         "generated_kernel_autotunes": 0,
         "coordinate_descent": 0,
-    }
+    }, (served["first_call_tuned"], captured["first_call_tuned"])  # which kernels, what their caches said
 
 
 def test_a_graph_compiled_before_tuned_kernels_was_turned_on_is_found_once_it_is(tmp_path: Path) -> None:
