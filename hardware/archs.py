@@ -24,7 +24,9 @@ NVIDIA_ARCHS = (
     "sm100",
     "sm100a",
     "sm103",
+    "sm110",
     "sm120",
+    "sm121",
 )
 AMD_ARCHS = ("gfx90a", "gfx942", "gfx950", "gfx1100", "gfx1101", "gfx1200", "gfx1201")
 KNOWN_ARCHS: tuple[str, ...] = (*NVIDIA_ARCHS, *AMD_ARCHS, "cpu")

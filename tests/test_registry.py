@@ -44,6 +44,21 @@ def test_bundle_for_other_gpu_is_rejected_with_reason() -> None:
     assert sel.rejected[0].reason == "built for sm80, running sm90" and sel.stale == ()
 
 
+@pytest.mark.parametrize(
+    ("built", "running"),
+    [("sm90a", "sm90"), ("sm90", "sm100"), ("sm120", "sm121"), ("gfx942", "gfx950"), ("gfx950", "gfx942")],
+)
+def test_a_bundle_for_a_neighbouring_arch_is_refused_naming_both(built: str, running: str) -> None:
+    """Arches a cache might take for one another (a feature-set suffix, a newer minor revision, the next
+    AMD generation) are other targets: a miss, with both named."""
+    sel = select_bundles(
+        target_for_arch(running),
+        factories.TRITON_39,
+        [candidate(built, target_for_arch(built), factories.TRITON_39)],
+    )
+    assert sel.selected == () and sel.rejected[0].reason == f"built for {built}, running {running}"
+
+
 def test_exact_device_name_is_preferred_over_same_arch() -> None:
     generic = model.Target("nvidia", "sm90")
     sel = select_bundles(
