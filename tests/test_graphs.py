@@ -17,8 +17,11 @@ import pickletools
 import shutil
 import subprocess
 import sys
+import types
+import warnings
 from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -520,6 +523,86 @@ def test_a_cached_coordinate_descent_winner_marks_the_compiled_config_it_equals(
     assert best.kwargs == winner.kwargs and best.found_by_coordesc
     marked = [c.kwargs["XBLOCK"] for c in compiled if getattr(c, "found_by_coordesc", False)]
     assert marked == ([] if coordesc_moved_it else [8])
+
+
+class CompiledKernel:
+    """What `recheck_autotune_cache` reads of a kernel a cached graph brought compiled: its compiled configs,
+    its module, its meta; compiling a config records it (a config marked so fails to compile)."""
+
+    def __init__(self, configs: list[Any], module: Path, meta: dict[str, Any]) -> None:
+        self.compile_results = [types.SimpleNamespace(config=c) for c in configs]
+        self.filename, self.inductor_meta = str(module), meta
+        self.fn = types.SimpleNamespace(fn=object())
+        self.compiled: list[Any] = []
+
+    def _precompile_config(self, config: Any) -> Any:
+        if config.kwargs.get("XBLOCK") == 64:
+            raise RuntimeError("out of resources")
+        self.compiled.append(config)
+        return types.SimpleNamespace(config=config)
+
+
+@pytest.mark.parametrize("winner_block", [8, 32, 64])
+def test_a_cached_graphs_one_config_kernel_runs_the_stored_winner_and_no_coordinate_descent(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, winner_block: int
+) -> None:
+    """A persistent reduction generated with one config, whose coordinate descent kept another: loaded
+    compiled from a cached graph, it runs the stored winner, marked as coordinate descent's (compiled here
+    where it is not the compiled one), as later torch does (torch up to 2.11 kept the untuned config and ran
+    coordinate descent again). A stored config that does not compile leaves the kernel as it was, said once."""
+    from torch._inductor.runtime import triton_heuristics
+    from torch._inductor.runtime.autotune_cache import AutotuneCache
+    from triton import Config
+
+    monkeypatch.setenv("TORCHINDUCTOR_CACHE_DIR", str(tmp_path))
+    monkeypatch.delenv("TRITON_INTERPRET", raising=False)  # Inductor reads no autotune cache under it
+    start = Config({"XBLOCK": 8}, num_warps=2, num_stages=1)
+    winner = Config({"XBLOCK": winner_block}, num_warps=2, num_stages=1)
+    meta = {"coordinate_descent_tuning": True, "autotune_local_cache": True}
+    module = tmp_path / "ab" / f"cab{'0' * 49}.py"
+    module.parent.mkdir()
+    module.write_text("")
+    saved = AutotuneCache.create(meta, str(module), triton_heuristics.hash_configs([start]))
+    assert saved is not None
+    saved.save(winner, 5_000_000, found_by_coordesc=True)
+    kernel = CompiledKernel([start], module, meta)
+
+    with warnings.catch_warnings(record=True) as said:
+        warnings.simplefilter("always")
+        autotune_cache.recheck_autotune_cache(kernel, lambda: pytest.fail("reloaded"), triton_heuristics)
+
+    (running,) = kernel.compile_results
+    if winner_block == 64:  # does not compile
+        assert running.config is start and not getattr(start, "found_by_coordesc", False)
+        assert [str(w.message) for w in said] == [
+            f"tuned-kernels: a stored config of {module.name} does not compile (RuntimeError); "
+            "Inductor tunes that kernel as usual"
+        ]
+        return
+    assert running.config.kwargs == winner.kwargs and running.config.found_by_coordesc  # no descent at launch
+    assert len(kernel.compiled) == (winner_block != 8) and not said
+
+
+def test_the_recheck_is_mended_only_on_a_torch_that_skips_one_config_kernels(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    from torch._inductor.runtime import triton_heuristics
+
+    autotuner = triton_heuristics.CachingAutotuner
+    monkeypatch.setattr(autotuner, "recheck_autotune_cache", autotuner.recheck_autotune_cache)
+    here = autotuner.recheck_autotune_cache
+    autotune_cache.mend_static_recheck()
+    assert autotuner.recheck_autotune_cache is here  # this torch acts on the stored config itself
+
+    def as_torch_2_11(self: Any, reload_kernel_from_src: Any) -> None:
+        configs = [result.config for result in self.compile_results]
+        cached_configs, _, _ = triton_heuristics.check_autotune_cache(configs, self.filename, {})
+        if len(cached_configs) == 1 and len(configs) > 1:
+            self.compile_results = self.compile_results[:1]
+
+    monkeypatch.setattr(autotuner, "recheck_autotune_cache", as_torch_2_11)
+    autotune_cache.mend_static_recheck()
+    assert getattr(autotuner.recheck_autotune_cache, "mended", False)
 
 
 def test_a_blobs_contents_count_as_one_element_when_a_file_is_read(tmp_path: Path, captured: Path) -> None:

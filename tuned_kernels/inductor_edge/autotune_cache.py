@@ -19,6 +19,7 @@ from pathlib import Path
 from typing import Any
 
 from tuned_kernels import model
+from tuned_kernels.errors import warn
 from tuned_kernels.inductor_edge.cache_files import place_new_file
 from tuned_kernels.inductor_edge.keys import PREFIX, torch_source_hash
 from tuned_kernels.whole_match import matches, whole
@@ -167,6 +168,66 @@ def mend_read_best() -> None:
 
     mended_read_best.mended = True  # type: ignore[attr-defined]
     AutotuneCache.read_best = mended_read_best  # type: ignore[method-assign]
+
+
+OLD_RECHECK = "len(cached_configs) == 1 and len(configs) > 1"  # torch up to 2.11's guard
+
+
+def mend_static_recheck() -> None:
+    """A graph found in Inductor's cache brings its kernels compiled (`recheck_autotune_cache` then reads
+    their `.best_config`). torch up to 2.11 acts on a stored config only for a kernel compiled with several:
+    a kernel generated with one config (a persistent reduction: an RMSNorm's) whose coordinate-descent winner
+    was another config keeps its untuned config, unmarked, and runs coordinate descent again at the first
+    call (an H200 served run: 9 GPU benchmarks). Where the method still reads so, it acts as later torch
+    does: the compiled config equal to the stored one is kept and marked, or else the stored one compiled."""
+    import inspect
+
+    from torch._inductor.runtime import triton_heuristics
+
+    from tuned_kernels.inductor_edge.shapes import INDUCTOR_STATIC_RECHECK
+    from tuned_kernels.internals import holds
+
+    autotuner = triton_heuristics.CachingAutotuner
+    original = autotuner.recheck_autotune_cache
+    if getattr(original, "mended", False) or not holds(INDUCTOR_STATIC_RECHECK, autotuner):
+        return
+    try:
+        if OLD_RECHECK not in inspect.getsource(original):
+            return  # this torch acts on a one-config kernel's stored config itself
+    except (OSError, TypeError):
+        return
+
+    def recheck_as_later_torch(self: Any, reload_kernel_from_src: Any) -> None:
+        recheck_autotune_cache(self, reload_kernel_from_src, triton_heuristics)
+
+    recheck_as_later_torch.mended = True  # type: ignore[attr-defined]
+    autotuner.recheck_autotune_cache = recheck_as_later_torch  # type: ignore[method-assign]
+
+
+def recheck_autotune_cache(kernel: Any, reload_kernel_from_src: Any, heuristics: Any) -> None:
+    """`CachingAutotuner.recheck_autotune_cache` as torch after 2.11 has it: the stored config of a kernel
+    loaded compiled is the one it runs, marked as coordinate descent's where it was, compiled here where
+    none of the kernel's compiled configs equals it."""
+    configs = [result.config for result in kernel.compile_results]
+    cached, _, info = heuristics.check_autotune_cache(configs, kernel.filename, kernel.inductor_meta)
+    kernel.autotune_cache_info = info
+    if len(cached) != 1:
+        return
+    best = cached[0]
+    wanted = heuristics.triton_config_to_hashable(best)
+    for result in kernel.compile_results:
+        if heuristics.triton_config_to_hashable(result.config) == wanted:
+            result.config.found_by_coordesc = getattr(best, "found_by_coordesc", False)
+            kernel.compile_results = [result]
+            return
+    try:
+        if kernel.fn.fn is None:
+            kernel.fn = reload_kernel_from_src().fn
+        kernel.compile_results = [kernel._precompile_config(best)]
+    except Exception as exc:  # a stored config that does not compile: the kernel tunes as without it
+        with contextlib.suppress(Warning):  # a warning made an error (-W error): the program goes on
+            warn(f"a stored config of {Path(str(kernel.filename)).name} does not compile "
+                 f"({type(exc).__name__}); Inductor tunes that kernel as usual")  # fmt: skip
 
 
 def capturing_into(cache_dir: Path) -> bool:

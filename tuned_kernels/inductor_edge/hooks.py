@@ -150,7 +150,14 @@ def _mend_autotune_cache_reads() -> None:
     except (ImportError, AttributeError) as exc:  # an Inductor laid out otherwise tunes them again
         warn(f"cannot mend Inductor's autotune cache look-ups: {one_line(str(exc))}")
     # not imported here: importing it while Inductor's config is being imported is circular (torch 2.11)
-    when_imported("torch._inductor.runtime.triton_heuristics", lambda _: reduction_choices.install())
+    when_imported("torch._inductor.runtime.triton_heuristics", lambda _: _mend_kernel_loads())
+
+
+def _mend_kernel_loads() -> None:
+    from tuned_kernels.inductor_edge import autotune_cache
+
+    reduction_choices.install()
+    autotune_cache.mend_static_recheck()
 
 
 def uninstall() -> None:

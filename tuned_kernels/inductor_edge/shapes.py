@@ -24,6 +24,13 @@ INDUCTOR_RBLOCK_SCALING = Shape(
     calls=("precompile", "_dynamic_scale_rblock"),
 )  # fmt: skip
 
+INDUCTOR_STATIC_RECHECK = Shape(
+    "torch._inductor.runtime.triton_heuristics", "CachingAutotuner",
+    ("recheck_autotune_cache", "_precompile_config", "is_statically_launchable"),
+    "a served graph's one-config kernel whose stored config is another runs coordinate descent at its first call",
+    calls=("recheck_autotune_cache", "check_autotune_cache"),
+)  # fmt: skip
+
 INDUCTOR_COMPILE_POOL = Shape(
     "torch._inductor.async_compile", "AsyncCompile", ("wakeup", "use_process_pool"),
     "Inductor's compile workers start at a served first call, as without a bundle",
@@ -56,5 +63,6 @@ SHAPES = (
     INDUCTOR_GRAPH_KEY,
     *INDUCTOR_FINAL_CHOICES,
     INDUCTOR_RBLOCK_SCALING,
+    INDUCTOR_STATIC_RECHECK,
     INDUCTOR_COMPILE_POOL,
 )
