@@ -176,6 +176,23 @@ def test_every_measured_figure_of_a_benchmarks_md_row_is_in_the_tables_of_the_fi
     assert missing == []
 
 
+def test_every_measured_figure_the_readme_gives_is_one_of_benchmarks_md_as_rounded() -> None:
+    """Outside its command examples, each time or ratio the README states (`0.46 s`, `2.05x`, `95 %` with a
+    decimal point) is a figure of BENCHMARKS.md rounded to the digits shown (2.045 may be shown 2.05: it was
+    rounded from the file's), whose rows are checked against
+    the result files above: a README figure edited, or kept after its benchmark changed, fails here."""
+    prose = re.sub(r"```.*?```", "", (ROOT / "README.md").read_text(), flags=re.S)
+    benchmarks = [float(f) for f in re.findall(r"(?<![\w.])\d+\.\d+", (ROOT / "BENCHMARKS.md").read_text())]
+    said = re.findall(r"(?<![\w.])(\d+\.(\d+))(?:x|\s?s\b|\s?ms\b|\s?%)", prose)
+    unfounded = [
+        figure
+        for figure, digits in said
+        if not any(abs(b - float(figure)) <= 0.5 * 10 ** -len(digits) + 1e-9 for b in benchmarks)
+    ]
+    assert len(said) >= 50
+    assert unfounded == []
+
+
 def test_each_verdict_benchmarks_md_gives_is_the_one_its_result_file_gives() -> None:
     """A row's yes and no (after its first bold figure) agree with the verdicts its cited file's table gives
     the rows showing its bold figures: each of those it says; all yes, it says no "no". A verdict turned over
