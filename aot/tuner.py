@@ -121,14 +121,13 @@ class Tuner:
 
         measured, found_by = searched(self, family, item.case, key, list(space), measure, compiling or {})
         rounds = search.FINAL_ROUNDS if self.target.arch != "cpu" else 0  # a device's timing windows
-        measured = search.retimed(measured, time_again, rounds)
+        measured, best = search.decided(measured, list(space), time_again, rounds)
         ranked = sorted((t, repr(c), c) for c, t in measured.items() if t is not None)
         if not ranked:
             raise NoValidConfig(
                 f"{family.name} {item.case.id}: every config was rejected "
                 f"({'; '.join(r.reason for r in rejected[:3])})"
             )
-        best = search.winner(measured, list(space))
         assert best is not None  # `ranked` holds a measured config
         keep = [c for _, _, c in ranked] if self.options.artifacts == "all" else [best]
         kept_timings = ranked[:KEPT_TIMINGS] + [r for r in ranked[KEPT_TIMINGS:] if r[2] == best]

@@ -46,6 +46,8 @@ def sweep(rows: dict[str, Any]) -> list[dict[str, Any]]:
         for tie in TIES:
             same, costs = 0, []
             for key, base in one["winners"].items():
+                if key not in row["winners"]:  # a key the run left unfinished: not the same
+                    continue
                 kernel = key.split(" ", 1)[0]
                 order = orders.setdefault(kernel, kernel_order(kernel))
                 mine, theirs = base["timings"], row["winners"][key]["timings"]

@@ -32,9 +32,14 @@ if [[ ,$STEPS, == *,tests,* ]]; then
   # in $OUT, what is printed is its end (GPU_TESTS_K: pytest's -k, to run some). They take about a minute
   # each: GPU_TESTS_BUDGET_S stops them (as Ctrl-C does: the failures so far still listed) so that the steps
   # after them still run within the call.
-  TUNED_KERNELS_GPU_TESTS=1 timeout -s INT "${GPU_TESTS_BUDGET_S:-0}" python3 -m pytest -q -rfE -p no:cacheprovider \
-    --import-mode=importlib "$REPO/tests/test_gpu.py" "$REPO/tests/test_internals.py" -k "${GPU_TESTS_K:-}" \
-    > "$OUT/gpu-tests.log" 2>&1 || { echo "GPU TESTS FAILED"; failed=1; }
+  TUNED_KERNELS_GPU_TESTS=1 timeout -k 60 -s INT "${GPU_TESTS_BUDGET_S:-0}" python3 -m pytest -q -rfE \
+    -p no:cacheprovider --import-mode=importlib "$REPO/tests/test_gpu.py" "$REPO/tests/test_internals.py" \
+    -k "${GPU_TESTS_K:-}" > "$OUT/gpu-tests.log" 2>&1
+  case $? in
+    0) ;;
+    124) echo "GPU TESTS STOPPED AT THEIR BUDGET (${GPU_TESTS_BUDGET_S} s): the rest did not run"; failed=1 ;;
+    *) echo "GPU TESTS FAILED"; failed=1 ;;
+  esac
   tail -25 "$OUT/gpu-tests.log"
 fi
 if [[ ,$STEPS, == *,matrix,* ]]; then

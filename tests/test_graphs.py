@@ -26,8 +26,8 @@ from typing import Any
 import pytest
 
 from tests import factories
-from tuned_kernels import model
-from tuned_kernels.inductor_edge import autotune_cache, graphs, source_key
+from tuned_kernels import internals, model
+from tuned_kernels.inductor_edge import autotune_cache, graphs, shapes, source_key
 from tuned_kernels.results import parse_cost, read_results, write_results
 from tuned_kernels.results.files import encode_results
 
@@ -603,6 +603,7 @@ def test_the_recheck_is_mended_only_on_a_torch_that_skips_one_config_kernels(
     monkeypatch.setattr(autotuner, "recheck_autotune_cache", as_torch_2_11)
     autotune_cache.mend_static_recheck()
     assert getattr(autotuner.recheck_autotune_cache, "mended", False)
+    assert internals.holds(shapes.INDUCTOR_STATIC_RECHECK)  # mended, its shape still reads as torch's
 
 
 def test_a_blobs_contents_count_as_one_element_when_a_file_is_read(tmp_path: Path, captured: Path) -> None:

@@ -89,7 +89,9 @@ def generated_tables() -> dict[str, list[list[str]]]:
 def _table_rows(path: Path) -> list[list[str]]:
     command = [sys.executable, str(ROOT / "benchmarks" / "run.py"), "--table-from", str(path)]
     out = subprocess.run(command, capture_output=True, text=True, timeout=120, check=True).stdout
-    lines = [line for line in out.splitlines() if line.startswith("|") and not line.startswith("| step")]
+    lines = [
+        line for line in out.splitlines() if line.startswith("|") and not line.startswith(("| step", "|---"))
+    ]
     return [line.split(" | ") for line in lines]  # the header row left out; lines of figures without a goal
 
 
@@ -167,7 +169,7 @@ def test_every_measured_figure_of_a_benchmarks_md_row_is_in_the_tables_of_the_fi
         if any(suffix.removesuffix(".json") in row for suffix in TABLED_ELSEWHERE) or not cited:
             continue
         cells = row.split(" | ")
-        made = [" | ".join(line) for name in cited for line in tables[name]]
+        made = [line[2] for name in cited for line in tables[name] if len(line) > 2]  # what each measured
         for figure in re.findall(r"(?<![\w.])\d+\.\d+(?!\d)", " ".join(cells[1:3])):
             checked += 1
             if not any(shows(line, figure) for line in made):
@@ -176,18 +178,34 @@ def test_every_measured_figure_of_a_benchmarks_md_row_is_in_the_tables_of_the_fi
     assert missing == []
 
 
+FIGURE = r"(?<![\w.])(\d+\.(\d+))"
+UNIT = r"(?<=[\d\s)])(x|ms|s|%)(?!\w)"  # a ratio, a time or a share, right after its figure
+
+
+def figures_with_units(text: str) -> list[tuple[float, str]]:
+    """Each figure with a decimal point in `text` and the unit that follows it within a few words (`0.333 vs
+    0.344 ms`: both ms), or none."""
+    out = []
+    for m in re.finditer(FIGURE, text):
+        unit = re.search(UNIT, text[m.end() - 1 : m.end() + 24])
+        out.append((float(m[1]), unit[1] if unit else ""))
+    return out
+
+
 def test_every_measured_figure_the_readme_gives_is_one_of_benchmarks_md_as_rounded() -> None:
-    """Outside its command examples, each time or ratio the README states (`0.46 s`, `2.05x`, `95 %` with a
-    decimal point) is a figure of BENCHMARKS.md rounded to the digits shown (2.045 may be shown 2.05: it was
-    rounded from the file's), whose rows are checked against
-    the result files above: a README figure edited, or kept after its benchmark changed, fails here."""
+    """Outside its command examples, each time or ratio the README states (`0.46 s`, `0.50x`, `95 %` with a
+    decimal point) is a figure of BENCHMARKS.md of the same unit, rounded to the digits shown (2.045 may be
+    shown 2.05: it was rounded from the file's), whose rows are checked against the result files above: a
+    README figure edited, or kept after its benchmark changed, fails here."""
     prose = re.sub(r"```.*?```", "", (ROOT / "README.md").read_text(), flags=re.S)
-    benchmarks = [float(f) for f in re.findall(r"(?<![\w.])\d+\.\d+", (ROOT / "BENCHMARKS.md").read_text())]
-    said = re.findall(r"(?<![\w.])(\d+\.(\d+))(?:x|\s?s\b|\s?ms\b|\s?%)", prose)
+    benchmarks = figures_with_units((ROOT / "BENCHMARKS.md").read_text())
+    said = re.findall(FIGURE + r"\s?(x|ms|s|%)(?!\w)", prose)
     unfounded = [
-        figure
-        for figure, digits in said
-        if not any(abs(b - float(figure)) <= 0.5 * 10 ** -len(digits) + 1e-9 for b in benchmarks)
+        figure + unit
+        for figure, digits, unit in said
+        if not any(
+            u == unit and abs(b - float(figure)) <= 0.5 * 10 ** -len(digits) + 1e-9 for b, u in benchmarks
+        )
     ]
     assert len(said) >= 50
     assert unfounded == []

@@ -25,7 +25,7 @@ from tuned_kernels import model
 from tuned_kernels.errors import TunedKernelsError
 from tuned_kernels.results import read_results
 from tuned_kernels.results.merge import merge_entries
-from tuned_kernels.search import neighbours, retimed, seeded, winner
+from tuned_kernels.search import decided, neighbours, retimed, seeded, winner
 
 PLANTED = str(Path(__file__).parent / "corpora" / "planted.py")
 
@@ -216,17 +216,31 @@ def test_configs_close_to_the_fastest_are_timed_again_in_turn_and_a_slow_window_
         timed_again.append(config)
         return true_ms[config]
 
-    times = retimed(first, again)
+    times, best = decided(first, space, again)
     assert timed_again == [space[1], space[0]] * 2  # fastest first, one window of each per round
-    assert winner(first, space) == space[1] and winner(times, space) == space[0]
+    assert winner(first, space) == space[1] and best == space[0]
     assert times[space[2]] == 1.5 and times[space[3]] is None
-    assert retimed({space[0]: 1.0, space[1]: 1.2}, again) == {space[0]: 1.0, space[1]: 1.2}  # nothing close
-    assert retimed(first, lambda c: None) == first  # rejected the second time: keeps its first time
+    close = {space[0]: 1.0, space[1]: 1.2}
+    assert retimed(close, again) == (close, [])  # nothing close: nothing timed again
+    assert retimed(first, lambda c: None) == (first, [space[1], space[0]])  # rejected: keeps its first time
+    assert retimed(first, again, rounds=0) == (first, [])  # the CPU target: no windows to time again
 
     def fails(config: model.Config) -> float:
         raise RuntimeError("out of resources")
 
-    assert retimed(first, fails) == first
+    assert retimed(first, fails)[0] == first
+
+
+def test_the_winner_is_one_of_the_configs_timed_again_each_weighed_against_configs_timed_as_often() -> None:
+    """Five configs within 4 % of the fastest: the three fastest, and every one within 1 % (any may be kept:
+    the kernel's first of those within 1 % is), are timed again; the fifth, 3 % slower and timed once, is
+    not weighed against their least of three windows. Equal configs keep the kernel's first."""
+    space = [model.Config.of({"B": b}, num_warps=4) for b in (16, 32, 64, 128, 256)]
+    first = {space[0]: 1.004, space[1]: 1.003, space[2]: 1.002, space[3]: 1.000, space[4]: 1.03}
+    times, best = decided(first, space, lambda c: 0.99)
+    assert [c for c in space if times[c] == 0.99] == space[:4]
+    assert best == space[0]  # as a run timing them once each would keep
+    assert decided({**first, space[4]: 0.995}, space, lambda c: 0.99)[1] == space[0]
 
 
 def test_compile_threads_by_default_share_the_hosts_cpus_among_the_gpus_tuning_on_it(

@@ -105,29 +105,36 @@ def contenders(
 # Before a winner is kept, the configs close to the fastest are timed again, in turn: a whole timing window can
 # run slow (the card's clock, a neighbour's traffic) by more than such configs differ, which the least sample of
 # one window does not see (two quiet passes over a row kernel's configs on one H100: up to 7 % apart). Each
-# finalist keeps its least time over its windows.
+# finalist keeps its least time over its windows, and the winner is one of them: a config timed once is not
+# weighed against the least of three. A config whose first window ran more than 4 % slow is not timed again.
 FINAL_WITHIN = 0.04
-FINALISTS = 3
+FINALISTS = (
+    3  # the fastest of those within FINAL_WITHIN; those within TIE, which the winner is chosen among, all
+)
 FINAL_ROUNDS = 2
+TIE = 0.01  # configs within 1 % of the fastest measured are one speed: timing noise between runs and cards
 
 
 def finalists(
     measured: Mapping[Config, float | None], within: float = FINAL_WITHIN, most: int = FINALISTS
 ) -> list[Config]:
     """The configs timed again before a winner is kept: those within `within` of the fastest, fastest first,
-    at most `most`; none where fewer than two are that close (nothing to decide)."""
+    at most `most`, and every one within `TIE` of it (each may be the winner: it is weighed only against
+    configs timed as often); none where fewer than two are that close (nothing to decide)."""
     ran = sorted((t, repr(c), c) for c, t in measured.items() if t is not None)
-    close = [c for t, _, c in ran if t <= ran[0][0] * (1 + within)][:most] if ran else []
-    return close if len(close) >= 2 else []
+    close = [(t, c) for t, _, c in ran if t <= ran[0][0] * (1 + within)]
+    chosen = [c for n, (t, c) in enumerate(close) if n < most or t <= ran[0][0] * (1 + TIE)]
+    return chosen if len(chosen) >= 2 else []
 
 
 def retimed(
     measured: Mapping[Config, float | None], measure: Measure, rounds: int = FINAL_ROUNDS
-) -> dict[Config, float | None]:
-    """`measured`, its `finalists` timed `rounds` more times each, in turn (one window of each per round),
-    each keeping its least time; a finalist that fails or is rejected on a second timing keeps its first."""
+) -> tuple[dict[Config, float | None], list[Config]]:
+    """`measured` with its `finalists` timed `rounds` more times each, in turn (one window of each per round),
+    each keeping its least time, and the finalists (none where `rounds` is 0 or no two are close); a finalist
+    that fails or is rejected on a second timing keeps its first."""
     times = dict(measured)
-    chosen = finalists(measured)
+    chosen = finalists(measured) if rounds > 0 else []
     for _ in range(rounds if chosen else 0):
         for config in chosen:
             try:
@@ -137,10 +144,19 @@ def retimed(
             first = times[config]
             if again is not None and first is not None:
                 times[config] = min(first, again)
-    return times
+    return times, chosen
 
 
-TIE = 0.01  # configs within 1 % of the fastest measured are one speed: timing noise between runs and cards
+def decided(
+    measured: Mapping[Config, float | None],
+    space: Sequence[Config],
+    measure: Measure,
+    rounds: int = FINAL_ROUNDS,
+) -> tuple[dict[Config, float | None], Config | None]:
+    """The times once the finalists were timed again (`retimed`), and the config to keep: the `winner` of
+    the finalists where there are some (each timed as often as the others), else of every config measured."""
+    times, chosen = retimed(measured, measure, rounds)
+    return times, winner({c: times[c] for c in chosen} or times, space)
 
 
 def winner(

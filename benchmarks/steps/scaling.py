@@ -129,7 +129,7 @@ def speedup_verdicts(rows: dict[str, Any], t: Table) -> None:
             "speedup",
             f"{label}: winners against the 1-GPU run's",
             f"the same on {same} of {keys} keys ({same / max(keys, 1):.0%}); of the other {len(off)}, "
-            f"{close} within 2 % by the 1-GPU run's times, {unseen} not timed by it{beyond}",
+            f"{close} within 2 % by the 1-GPU run's times, {unseen} not among the times it kept{beyond}",
             "≥ 95 % the same, the rest within 2 %",
             same >= 0.95 * keys and close == len(off),
         )

@@ -11,6 +11,7 @@ writes, with values it could have chosen, are ever written back.
 from __future__ import annotations
 
 import contextlib
+import functools
 import json
 import os
 from collections.abc import Iterable
@@ -188,15 +189,18 @@ def mend_static_recheck() -> None:
     from tuned_kernels.internals import holds
 
     autotuner = triton_heuristics.CachingAutotuner
-    original = autotuner.recheck_autotune_cache
-    if getattr(original, "mended", False) or not holds(INDUCTOR_STATIC_RECHECK, autotuner):
+    original = getattr(autotuner, "recheck_autotune_cache", None)
+    if original is None or getattr(original, "mended", False):
         return
     try:
         if OLD_RECHECK not in inspect.getsource(original):
-            return  # this torch acts on a one-config kernel's stored config itself
+            return  # this torch acts on a one-config kernel's stored config itself (or reads otherwise)
     except (OSError, TypeError):
         return
+    if not holds(INDUCTOR_STATIC_RECHECK, autotuner):
+        return
 
+    @functools.wraps(original)
     def recheck_as_later_torch(self: Any, reload_kernel_from_src: Any) -> None:
         recheck_autotune_cache(self, reload_kernel_from_src, triton_heuristics)
 

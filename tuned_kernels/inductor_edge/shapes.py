@@ -26,7 +26,7 @@ INDUCTOR_RBLOCK_SCALING = Shape(
 
 INDUCTOR_STATIC_RECHECK = Shape(
     "torch._inductor.runtime.triton_heuristics", "CachingAutotuner",
-    ("recheck_autotune_cache", "_precompile_config", "is_statically_launchable"),
+    ("recheck_autotune_cache", "_precompile_config"),
     "a served graph's one-config kernel whose stored config is another runs coordinate descent at its first call",
     calls=("recheck_autotune_cache", "check_autotune_cache"),
 )  # fmt: skip
