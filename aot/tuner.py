@@ -32,7 +32,7 @@ from tuned_kernels.aot.work import (
 
 from tuned_kernels import model, search
 from tuned_kernels.decision import KEPT_TIMINGS
-from tuned_kernels.triton_edge.benchmarker import Benchmarker
+from tuned_kernels.triton_edge.benchmarker import Benchmarker, windowed
 from tuned_kernels.triton_edge.compile import artifact_of, is_compiled_kernel, warmup
 from tuned_kernels.triton_edge.keys import config_from_triton, kernel_identity
 from tuned_kernels.triton_edge.launch import LaunchesAnother, config_space, forced_config, probe_key
@@ -120,7 +120,7 @@ class Tuner:
                 return timed(self.times, lambda: benchmarker(lambda: family.run(bench_inputs)))
 
         measured, found_by = searched(self, family, item.case, key, list(space), measure, compiling or {})
-        rounds = search.FINAL_ROUNDS if self.target.arch != "cpu" else 0  # a device's timing windows
+        rounds = search.FINAL_ROUNDS if windowed(self.benchmarker) else 0
         measured, best = search.decided(measured, list(space), time_again, rounds)
         ranked = sorted((t, repr(c), c) for c, t in measured.items() if t is not None)
         if not ranked:

@@ -231,6 +231,31 @@ def test_configs_close_to_the_fastest_are_timed_again_in_turn_and_a_slow_window_
     assert retimed(first, fails)[0] == first
 
 
+@pytest.mark.parametrize("windows", [True, False])
+def test_a_tune_times_its_closest_configs_again_where_its_timer_has_windows(windows: bool) -> None:
+    """A device's timer (timing windows): the config whose first window ran slow is timed again with its
+    close rival and wins; a wall clock's timer (the CPU target) times each config once."""
+    corpus = load_corpus(PLANTED)
+    kernel = corpus[0].kernel
+    timings: dict[tuple[int, int], int] = {}
+
+    def bench(fn: object) -> float:
+        config = kernel.configs[0]  # forced: the one config being measured
+        block = (config.kwargs["BLOCK"], config.num_warps)
+        timings[block] = timings.get(block, 0) + 1
+        if block == (32, 1):  # really the fastest; its first window ran 5 % slow
+            return 1.03 if timings[block] == 1 else 0.98
+        return 1.0 if block == (64, 1) else 2.0
+
+    bench.windowed = windows  # type: ignore[attr-defined]
+    tuner = Tuner(target_for_arch("cpu"), "cpu", bench, TuneOptions())
+    held: dict[model.EntrySlot, model.Entry] = {}
+    tune_run.tune(tuner, work_items(corpus, "quick", (0, 1))[:1], held, lambda _: None, EVERY_ITEM)
+    (entry,) = held.values()
+    assert dict(entry.best.kwargs)["BLOCK"] == (32 if windows else 64)
+    assert timings[(32, 1)] == (3 if windows else 1) and timings[(16, 2)] == 1
+
+
 def test_the_winner_is_one_of_the_configs_timed_again_each_weighed_against_configs_timed_as_often() -> None:
     """Five configs within 4 % of the fastest: the three fastest, and every one within 1 % (any may be kept:
     the kernel's first of those within 1 % is), are timed again; the fifth, 3 % slower and timed once, is

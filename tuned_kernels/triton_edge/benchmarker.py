@@ -28,6 +28,8 @@ class DeviceBenchmarker:
     slower than it is. A call that cannot be captured in a graph (it waits for the device, say) is timed
     by `do_bench`; `fallbacks` counts those."""
 
+    windowed = True  # its repetitions run back to back in one window of the device's time: see `windowed`
+
     def __init__(
         self, warmup_ms: int = 25, rep_ms: int = 100, statistic: str = "median", graphed: bool = False
     ) -> None:
@@ -46,6 +48,12 @@ class DeviceBenchmarker:
         from triton.testing import do_bench
 
         return float(do_bench(fn, warmup=self.warmup_ms, rep=self.rep_ms, return_mode=self.statistic))
+
+
+def windowed(benchmarker: Benchmarker) -> bool:
+    """Whether `benchmarker` times each call in one window of the device's time, which may run slow as a
+    whole (the card's clock): the tuner times the configs closest to the fastest again in other windows."""
+    return bool(getattr(benchmarker, "windowed", False))
 
 
 def fallbacks(benchmarker: Benchmarker) -> int:
