@@ -525,6 +525,40 @@ def test_a_cached_coordinate_descent_winner_marks_the_compiled_config_it_equals(
     assert marked == ([] if coordesc_moved_it else [8])
 
 
+def test_a_served_kernel_tuned_again_saves_its_config_in_this_cache_not_the_capturing_machines(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A kernel brought with a graph saves through the autotune cache it was compiled with, whose path is in
+    the capturing process's cache directory: a config tuned here (one the bundle lacked) is written in this
+    process's cache directory, where the next look-up reads it, and the capture's folder is not made here."""
+    from torch._inductor.runtime.autotune_cache import AutotuneCache
+    from torch._inductor.runtime.triton_heuristics import check_autotune_cache, hash_configs
+    from triton import Config
+
+    monkeypatch.setattr(AutotuneCache, "read_best", AutotuneCache.read_best)  # restored after the test
+    monkeypatch.setattr(AutotuneCache, "save", AutotuneCache.save)
+    monkeypatch.delenv("TRITON_INTERPRET", raising=False)  # Inductor reads no autotune cache under it
+    configs = [Config({"XBLOCK": x}, num_warps=2, num_stages=1) for x in (4, 8)]
+    meta = {"coordinate_descent_tuning": True, "autotune_local_cache": True}
+    name = Path("ab") / f"cab{'0' * 49}.py"
+    capturing = tmp_path / "capturing"
+    monkeypatch.setenv("TORCHINDUCTOR_CACHE_DIR", str(capturing))
+    (capturing / name).parent.mkdir(parents=True)
+    hook = AutotuneCache.create(meta, str(capturing / name), hash_configs(configs))  # pickled with the graph
+    assert hook is not None
+    shutil.rmtree(capturing)  # served on another machine
+    here = tmp_path / "here"
+    monkeypatch.setenv("TORCHINDUCTOR_CACHE_DIR", str(here))
+    autotune_cache.mend_read_best()
+
+    hook.save(configs[1], 5_000_000, found_by_coordesc=True)  # coordinate descent ran here after all
+
+    assert not capturing.exists()
+    assert [p.relative_to(here).parent for p in here.glob("*/*.best_config")] == [name.parent]
+    (best,), _, _ = check_autotune_cache(configs, str(capturing / name), meta)  # the next process's look-up
+    assert best.kwargs == {"XBLOCK": 8} and best.found_by_coordesc
+
+
 class CompiledKernel:
     """What `recheck_autotune_cache` reads of a kernel a cached graph brought compiled: its compiled configs,
     its module, its meta; compiling a config records it (a config marked so fails to compile)."""

@@ -136,7 +136,8 @@ def mend_read_best() -> None:
     process's cache directory. Served elsewhere, that path does not exist, so Inductor would tune the
     kernel again at the first call (coordinate descent, compiling each config it tries) and write the
     result under the old path. A look-up whose path does not exist and lies outside this process's cache
-    directory reads, and writes, the same file name in this cache directory instead, where a bundle put it.
+    directory reads the same file name in this cache directory instead, where a bundle put it (and a save,
+    `mend_save`, writes there).
 
     The flag: when coordinate descent kept one of the configs Inductor had compiled, torch up to 2.11
     narrows a cached graph's kernel to that compiled config but drops the "found by coordinate descent"
@@ -169,6 +170,30 @@ def mend_read_best() -> None:
 
     mended_read_best.mended = True  # type: ignore[attr-defined]
     AutotuneCache.read_best = mended_read_best  # type: ignore[method-assign]
+    mend_save(AutotuneCache)
+
+
+def mend_save(autotune_cache: Any) -> None:
+    """A kernel brought pickled with a graph saves what it tunes through the autotune cache it was compiled
+    with (its `save_cache_hook`), not the one its look-up made: its path is the capturing process's cache
+    directory, so a served kernel tuned again (a config the bundle lacks) would write there, making that
+    folder on this machine. Such a save goes where the look-ups of this process and the next read it."""
+    from tuned_kernels.inductor_edge.shapes import INDUCTOR_AUTOTUNE_CACHE_SAVE
+    from tuned_kernels.internals import holds
+
+    save = autotune_cache.save
+    if getattr(save, "mended", False) or not holds(INDUCTOR_AUTOTUNE_CACHE_SAVE, autotune_cache):
+        return
+
+    @functools.wraps(save)
+    def saved_here(self: Any, *args: Any, **kwargs: Any) -> Any:
+        local = getattr(self, "local_cache", None)
+        if isinstance(local, tuple) and len(local) == 2 and isinstance(local[1], str):
+            self.local_cache = (local[0], relocated(local[1], inductor_cache_dir()))
+        return save(self, *args, **kwargs)
+
+    saved_here.mended = True  # type: ignore[attr-defined]
+    autotune_cache.save = saved_here
 
 
 OLD_RECHECK = "len(cached_configs) == 1 and len(configs) > 1"  # torch up to 2.11's guard

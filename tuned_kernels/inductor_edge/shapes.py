@@ -48,6 +48,12 @@ INDUCTOR_AUTOTUNE_CACHE_READ = Shape(
     calls=("_read", "local_cache"),
 )  # fmt: skip
 
+INDUCTOR_AUTOTUNE_CACHE_SAVE = Shape(
+    "torch._inductor.runtime.autotune_cache", "AutotuneCache", ("save",),
+    "a served graph's kernel tuned again at its first call writes its config under the capturing machine's path",
+    calls=("save", "local_cache"),
+)  # fmt: skip
+
 INDUCTOR_CHOICES = (
     Shape("torch._inductor.lookup_table", "LookupTableChoices",
           ("_fallback", "can_fuse_vertical", "_generate_kernel_inputs_key"),
@@ -60,6 +66,7 @@ SHAPES = (
     INDUCTOR_GRAPH_LOAD,
     *INDUCTOR_CHOICES,
     INDUCTOR_AUTOTUNE_CACHE_READ,
+    INDUCTOR_AUTOTUNE_CACHE_SAVE,
     INDUCTOR_GRAPH_KEY,
     *INDUCTOR_FINAL_CHOICES,
     INDUCTOR_RBLOCK_SCALING,
