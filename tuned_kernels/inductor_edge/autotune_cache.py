@@ -177,7 +177,8 @@ def mend_save(autotune_cache: Any) -> None:
     """A kernel brought pickled with a graph saves what it tunes through the autotune cache it was compiled
     with (its `save_cache_hook`), not the one its look-up made: its path is the capturing process's cache
     directory, so a served kernel tuned again (a config the bundle lacks) would write there, making that
-    folder on this machine. Such a save goes where the look-ups of this process and the next read it."""
+    folder on this machine. Where that folder is missing, such a save goes where the look-ups of this process
+    and the next read it."""
     from tuned_kernels.inductor_edge.shapes import INDUCTOR_AUTOTUNE_CACHE_SAVE
     from tuned_kernels.internals import holds
 
@@ -189,7 +190,7 @@ def mend_save(autotune_cache: Any) -> None:
     def saved_here(self: Any, *args: Any, **kwargs: Any) -> Any:
         local = getattr(self, "local_cache", None)
         if isinstance(local, tuple) and len(local) == 2 and isinstance(local[1], str):
-            self.local_cache = (local[0], relocated(local[1], inductor_cache_dir()))
+            self.local_cache = (local[0], relocated(local[1], inductor_cache_dir(), writing=True))
         return save(self, *args, **kwargs)
 
     saved_here.mended = True  # type: ignore[attr-defined]
@@ -328,13 +329,15 @@ def launch_of(config: Any) -> tuple[Any, ...]:
     return (sorted(kwargs_of(config).items()), config.num_warps, config.num_stages)
 
 
-def relocated(path: str, cache_dir: Path) -> str:
+def relocated(path: str, cache_dir: Path, writing: bool = False) -> str:
     """`path`, or the same `<2>/<name>.best_config` in `cache_dir` where `path` is another directory's and
-    missing (only a name Inductor gives such a file: the path came from a bundle's pickled graph). Judged
-    with `..` resolved: `<cache_dir>/../elsewhere/...` is another directory's."""
+    missing (only a name Inductor gives such a file: the path came from a bundle's pickled graph); `writing`
+    a file, where the cache directory `path` names is missing. Judged with `..` resolved:
+    `<cache_dir>/../elsewhere/...` is another directory's."""
     stale = Path(os.path.normpath(path))
     relative = f"{stale.parent.name}/{stale.name}"
     inside = stale.is_relative_to(os.path.normpath(cache_dir))
-    if stale.exists() or inside or not matches(RELATIVE_PATH, relative):
+    there = stale.parent.parent if writing else stale
+    if there.exists() or inside or not matches(RELATIVE_PATH, relative):
         return path
     return str(cache_dir / relative)
