@@ -159,6 +159,10 @@ def test_every_figure_benchmarks_md_shows_in_bold_is_in_the_table_of_a_file_its_
     assert missing == []
 
 
+FIGURE = r"(?<![\w.])(\d+\.(\d+))"
+UNIT = r"(?<=[\d\s)])(x|ms|s|%)(?!\w)"  # a ratio, a time or a share, right after its figure
+
+
 def test_every_measured_figure_of_a_benchmarks_md_row_is_in_the_tables_of_the_files_it_cites() -> None:
     """Bold or not: each figure with a decimal point in a row's baseline and result cells (a time, a ratio,
     a spread of runs) is in the table the files its row cites give, goal-less lines included; a figure
@@ -170,16 +174,12 @@ def test_every_measured_figure_of_a_benchmarks_md_row_is_in_the_tables_of_the_fi
             continue
         cells = row.split(" | ")
         made = [line[2] for name in cited for line in tables[name] if len(line) > 2]  # what each measured
-        for figure in re.findall(r"(?<![\w.])\d+\.\d+(?!\d)", " ".join(cells[1:3])):
+        for figure in (m[1] for m in re.finditer(FIGURE, " ".join(cells[1:3]))):
             checked += 1
             if not any(shows(line, figure) for line in made):
                 missing.append((figure, cells[0][:80]))
     assert checked >= 200
     assert missing == []
-
-
-FIGURE = r"(?<![\w.])(\d+\.(\d+))"
-UNIT = r"(?<=[\d\s)])(x|ms|s|%)(?!\w)"  # a ratio, a time or a share, right after its figure
 
 
 def figures_with_units(text: str) -> list[tuple[float, str]]:

@@ -108,9 +108,8 @@ def contenders(
 # finalist keeps its least time over its windows, and the winner is one of them: a config timed once is not
 # weighed against the least of three. A config whose first window ran more than 4 % slow is not timed again.
 FINAL_WITHIN = 0.04
-FINALISTS = (
-    3  # the fastest of those within FINAL_WITHIN; those within TIE, which the winner is chosen among, all
-)
+# the fastest of those within FINAL_WITHIN (those within TIE, which the winner is chosen among: all of them)
+FINALISTS = 3
 FINAL_ROUNDS = 2
 TIE = 0.01  # configs within 1 % of the fastest measured are one speed: timing noise between runs and cards
 
@@ -135,7 +134,7 @@ def retimed(
     that fails or is rejected on a second timing keeps its first."""
     times = dict(measured)
     chosen = finalists(measured) if rounds > 0 else []
-    for _ in range(rounds if chosen else 0):
+    for _ in range(rounds):
         for config in chosen:
             try:
                 again = measure(config)

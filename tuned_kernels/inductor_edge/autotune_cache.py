@@ -154,15 +154,10 @@ def mend_read_best() -> None:
         return
 
     def mended_read_best(self: Any, inductor_meta: Any, configs: Any) -> Any:
-        local = getattr(self, "local_cache", None)
-        looked_up = None
-        if isinstance(local, tuple) and len(local) == 2 and isinstance(local[1], str):
-            cache_dir = inductor_cache_dir()
-            looked_up = relocated(local[1], cache_dir)
-            self.local_cache = (local[0], looked_up)
+        looked_up = relocate_local_cache(self, writing=False)
         best = read_best(self, inductor_meta, configs)
         if best is not None and looked_up is not None:
-            record_read(looked_up, cache_dir)
+            record_read(looked_up, inductor_cache_dir())
         if best is not None and getattr(best, "found_by_coordesc", False):
             with contextlib.suppress(AttributeError, TypeError):  # configs of another shape: left as they are
                 mark_found_by_coordesc(best, configs)
@@ -188,9 +183,7 @@ def mend_save(autotune_cache: Any) -> None:
 
     @functools.wraps(save)
     def saved_here(self: Any, *args: Any, **kwargs: Any) -> Any:
-        local = getattr(self, "local_cache", None)
-        if isinstance(local, tuple) and len(local) == 2 and isinstance(local[1], str):
-            self.local_cache = (local[0], relocated(local[1], inductor_cache_dir(), writing=True))
+        relocate_local_cache(self, writing=True)
         return save(self, *args, **kwargs)
 
     saved_here.mended = True  # type: ignore[attr-defined]
@@ -327,6 +320,17 @@ def kwargs_of(config: Any) -> dict[str, Any]:
 def launch_of(config: Any) -> tuple[Any, ...]:
     """A config's block sizes, warps and stages, as Inductor compares configs (Triton's or a stored one)."""
     return (sorted(kwargs_of(config).items()), config.num_warps, config.num_stages)
+
+
+def relocate_local_cache(autotune_cache: Any, writing: bool) -> str | None:
+    """Points an `AutotuneCache`'s local file at `relocated`'s path in this process's cache directory:
+    that path, or None where the cache has no local file."""
+    local = getattr(autotune_cache, "local_cache", None)
+    if not (isinstance(local, tuple) and len(local) == 2 and isinstance(local[1], str)):
+        return None
+    path = relocated(local[1], inductor_cache_dir(), writing)
+    autotune_cache.local_cache = (local[0], path)
+    return path
 
 
 def relocated(path: str, cache_dir: Path, writing: bool = False) -> str:
