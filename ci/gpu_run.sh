@@ -30,9 +30,9 @@ python3 -m tuned_kernels doctor | tee "$OUT/doctor.txt"
 if [[ ,$STEPS, == *,tests,* ]]; then
   # the GPU tests and the internals' shapes on this torch (tests/test_internals.py); the whole log comes back
   # in $OUT, what is printed is its end (GPU_TESTS_K: pytest's -k, to run some). They take about a minute
-  # each: GPU_TESTS_BUDGET_S stops them (as Ctrl-C does: the failures so far still listed) so that the steps
-  # after them still run within the call.
-  TUNED_KERNELS_GPU_TESTS=1 timeout -k 60 -s INT "${GPU_TESTS_BUDGET_S:-0}" python3 -m pytest -q -rfE \
+  # each: GPU_TESTS_BUDGET_S stops them (as Ctrl-C does: the tests passed and failed so far still listed by
+  # name) so that the steps after them still run within the call.
+  TUNED_KERNELS_GPU_TESTS=1 timeout -k 60 -s INT "${GPU_TESTS_BUDGET_S:-0}" python3 -m pytest -q -rfEp \
     -p no:cacheprovider --import-mode=importlib "$REPO/tests/test_gpu.py" "$REPO/tests/test_internals.py" \
     -k "${GPU_TESTS_K:-}" > "$OUT/gpu-tests.log" 2>&1
   case $? in

@@ -73,6 +73,7 @@ class Change:
     # False: the change alters what the program computes (its own unserved run is the reference)
     same_math: bool = True
     gpus: int = 0  # the GPUs the row needs
+    account: bool = False  # run by another user account (`as_another_user`)
 
     def must(self) -> dict[str, bool]:
         """Per column this row concerns (on this machine), served or not; a GPU's compiled kernels go with
@@ -151,6 +152,7 @@ CHANGES = [
     ),
     Change("the program at another path", ALL, moved=True),
     Change("run as `python -m`", BOTH, as_module=True),
+    Change("another user (its own uid, name, HOME and caches)", ALL, account=True),
     Change("a fresh machine: no cache settings, empty default folders", ALL, bare=True),
     Change(
         "another GPU target (a bundle built for sm100)", {"triton": False, "graph": False}, bundle=_targeted
@@ -224,7 +226,41 @@ def _gpus() -> int:
     return torch.cuda.device_count()
 
 
-ROWS = [c for c in CHANGES if c.gpus <= _gpus() and any(part in PARTS for part in c.served)]
+OTHER_UID = 65534  # the account conventionally named nobody
+
+
+def _no_other_account() -> str | None:
+    """Why this machine cannot run a process as another user (None: it can)."""
+    if not hasattr(os, "geteuid") or os.geteuid() != 0:
+        return "runs only as root (switching to another account needs it)"
+    if shutil.which("setpriv") is None:
+        return "needs setpriv (util-linux)"
+    return None
+
+
+def as_another_user(command: list[str], env: dict[str, str], root: Path) -> list[str]:
+    """`command` run by uid OTHER_UID under its own name, owning `root` (its HOME and caches). This Python
+    may live in a folder only root reads (pyenv under /root), so the process keeps one capability: to read
+    and list any folder (CAP_DAC_READ_SEARCH). Everything it writes is checked as that user's."""
+    import pwd
+
+    try:
+        name = pwd.getpwuid(OTHER_UID).pw_name
+    except KeyError:
+        name = "nobody"
+    env |= {"USER": name, "LOGNAME": name}
+    for folder in (root, *(p for p in root.rglob("*"))):
+        os.chown(folder, OTHER_UID, OTHER_UID)
+    caps = "+dac_read_search"
+    return ["setpriv", f"--reuid={OTHER_UID}", f"--regid={OTHER_UID}", "--clear-groups",
+            f"--inh-caps={caps}", f"--ambient-caps={caps}", *command]  # fmt: skip
+
+
+def _runs_here(change: Change) -> bool:
+    return change.gpus <= _gpus() and not (change.account and _no_other_account())
+
+
+ROWS = [c for c in CHANGES if _runs_here(c) and any(part in PARTS for part in c.served)]
 
 
 def _run(place: Place, command: list[str], env: dict[str, str], cwd: Path) -> dict[str, Any]:
@@ -293,6 +329,8 @@ def serve(change: Change, captured: tuple[Place, Path, dict[str, str]], root: Pa
     command = [sys.executable, "-m", "matrix_app"] if change.as_module else [sys.executable, str(program)]
     cwd = program.parent if change.as_module else (root if change.elsewhere else where.program.parent)
     root.mkdir(parents=True, exist_ok=True)
+    if change.account:
+        command = as_another_user(command, env, root)
     report = _run(place, command, env, cwd)
     if change.same_math:
         report["reference"] = {part: digest for part, digest in captured[2].items() if part in parts}
@@ -369,6 +407,7 @@ def test_each_change_is_served_where_it_should_be_and_never_where_it_should_not(
 ) -> None:
     report = matrix[change.name]
     assert "failed" not in report, report.get("failed")
+    assert (report["uid"] == OTHER_UID) == change.account, report["uid"]  # ran as the row says
     for part, (served, said) in cells(change, report).items():
         assert served == change.must()[part], f"{change.name}: {COLUMNS[part]}: {said}"
         if not served:
@@ -416,10 +455,16 @@ def test_the_readme_shows_this_runs_matrix(matrix: dict[str, dict[str, Any]]) ->
     if GPU:  # the GPU's table goes where the run asks (the README shows the CPU's, checked here)
         Path(os.environ.get("MATRIX_TABLE", os.devnull)).write_text(table + "\n")
         return
+    # a machine that cannot switch users checks the README's other rows
+    not_here = [c.name for c in CHANGES if c.account and _no_other_account()]
     if os.environ.get("UPDATE_SERVING_MATRIX") == "1":
+        assert not not_here, f"rows this machine cannot run: {not_here}"
         readme.write_text(TABLE.sub(lambda m: m[1] + table + "\n" + m[3], readme.read_text()))
     shown = TABLE.search(readme.read_text())
     assert shown, "README.md has no serving matrix"
-    assert shown[2] == table + "\n", (
+    lines = [
+        line for line in shown[2].splitlines() if not line.startswith(tuple(f"| {n} |" for n in not_here))
+    ]
+    assert "\n".join(lines) == table, (
         f"README's serving matrix is not this run's (UPDATE_SERVING_MATRIX=1 writes it):\n{table}"
     )

@@ -93,4 +93,5 @@ try:
     report["stats"] = tuned_kernels.stats()
 except ImportError:
     pass
+report["uid"] = os.getuid() if hasattr(os, "getuid") else None  # the account it ran as
 print("MATRIX " + json.dumps(report, default=str))
