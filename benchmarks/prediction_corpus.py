@@ -18,12 +18,15 @@ import torch
 from tuned_kernels.aot.corpus import Case, KernelFamily
 from tuned_kernels.aot.kernels.builtin import CORPUS as BUILTIN
 
-TRAIN_M = (128, 512, 2048, 8192)
-HELD_OUT_M = (80, 96, 160, 200, 300, 384, 640, 700, 1000, 1280,
-              1536, 2500, 3000, 3072, 4096, 5000, 6144, 10000, 12288, 16384)  # fmt: skip
-TRAIN_N = (1024, 2048, 4096, 8192, 16384)
-HELD_OUT_N = (640, 768, 1000, 1280, 1536, 1800, 2500, 3000, 3072, 5000,
-              5120, 6144, 7000, 9000, 10000, 11000, 12288, 13000, 14336, 15000)  # fmt: skip
+# the training keys: powers of two, as a bundle's shape list would give them (vLLM's batch sizes are such)
+TRAIN_M = (64, 128, 256, 512, 1024, 2048, 4096, 8192)
+HELD_OUT_M = (32, 48, 80, 96, 160, 200, 300, 384, 640, 700,
+              1000, 1536, 2500, 3000, 3072, 5000, 6144, 10000, 12288, 16384)  # fmt: skip
+# and, for the row kernels, a few widths not divisible by 16, which Triton compiles otherwise (its loads are
+# not known aligned), so a bundle holds keys of both kinds (the matmul keys: powers of two alone)
+TRAIN_N = (256, 512, 1024, 2048, 4096, 8192, 16384, 1000, 3000, 7000, 13000)
+HELD_OUT_N = (200, 300, 640, 768, 1280, 1536, 1800, 2200, 2500, 3072,
+              4500, 5000, 6144, 9000, 10000, 11000, 12000, 12288, 14336, 15000)  # fmt: skip
 # (the row kernels' largest block is 16384: a larger N has no valid config)
 NK = ((4096, 4096),)
 

@@ -15,6 +15,7 @@ set -uo pipefail
 export PYTHONUNBUFFERED=1
 failed=0
 python3 -m pip install -q --no-index --no-deps --no-cache-dir --upgrade --target /tmp/site .whl/*.whl || exit 1
+python3 ci/wheel_is_current.py /tmp/site/tuned_kernels . || exit 1  # a wheel older than the tree measures old code
 # as a pip install into site-packages would, put tuned_kernels.pth where Python reads it (TUNED_KERNELS=1
 # and capture need it; a --target folder on PYTHONPATH is not read for .pth files)
 cp /tmp/site/tuned_kernels.pth "$(python3 -c 'import site; print(site.getsitepackages()[0])')/" || exit 1

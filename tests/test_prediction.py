@@ -15,6 +15,7 @@ import pytest
 
 from tests import factories
 from tuned_kernels import model
+from tuned_kernels.nearest import nearest_key
 from tuned_kernels.prediction import predict
 from tuned_kernels.results import read_results
 
@@ -67,6 +68,21 @@ class TestPredict:
         held = tuned(tuned_at(1024, {32: 1.0, 128: 1.3}), tuned_at(1 << 20, {128: 1.0, 32: 1.3}))
         assert predicted_block((1100, "fp32"), held) == 32
         assert predicted_block((1 << 19, "fp32"), held) == 128
+
+    def test_a_tuned_key_triton_specializes_as_the_unseen_one_weighs_more_than_one_as_near_in_size(
+        self,
+    ) -> None:
+        """Triton compiles an integer argument divisible by 16 otherwise than one that is not: 1000 takes
+        after 900 (neither divisible) rather than 1024, nearer in size."""
+        held = tuned(tuned_at(1024, {64: 1.0, 16: 1.3}), tuned_at(900, {16: 1.0, 64: 1.3}))
+        assert nearest_key((1000, "fp32"), held) == (900, "fp32")
+        assert predicted_block((1000, "fp32"), held) == 16
+        assert predicted_block((1040, "fp32"), held) == 64  # divisible by 16, as 1024
+
+    def test_where_every_neighbour_is_specialized_otherwise_they_weigh_by_size_alone(self) -> None:
+        held = tuned(tuned_at(1024, {64: 1.0, 16: 1.3}), tuned_at(512, {16: 1.0, 64: 2.0}))
+        assert predicted_block((1008, "fp32"), held) == 64  # divisible by 16, as both
+        assert predicted_block((1000, "fp32"), held) == predicted_block((1008, "fp32"), held)
 
     def test_keys_that_kept_no_timings_vote_for_their_winner_the_nearest_first(self) -> None:
         held = tuned(tuned_at(1024, {}), dataclasses.replace(tuned_at(8192, {}), best=factories.config(128)))

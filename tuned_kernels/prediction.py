@@ -2,11 +2,12 @@
 
 A tuned key's entry holds the time of every config it timed. A config's regret at that key is how much
 slower it ran there than the key's winner (the log of the ratio). The prediction for an unseen key is the
-allowed config with the least regret over the nearest tuned keys (`nearest.key_distance`), each weighted by
-how near it is. A config a neighbour has no time for (its pruning left it out there, or the entry kept only
-the best few) counts as slower than every config it timed; a config that failed or gave wrong numbers at a
-neighbour is never predicted. A neighbour that kept no timings votes for its winner alone, so with one
-neighbour of that kind the prediction is the nearest key's config.
+allowed config with the least regret over the nearest tuned keys (`nearest.key_distance`: a key Triton
+specializes otherwise counts as further), each weighted by how near it is in size. A config a neighbour
+has no time for (its pruning left it out there, or the entry kept only the best few) counts as slower than
+every config it timed; a config that failed or gave wrong numbers at a neighbour is never predicted. A
+neighbour that kept no timings votes for its winner alone, so with one neighbour of that kind the
+prediction is the nearest key's config.
 """
 
 from __future__ import annotations
@@ -16,7 +17,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
 from tuned_kernels import model
-from tuned_kernels.nearest import key_distance
+from tuned_kernels.nearest import SPECIALIZED_OTHERWISE, key_distance, specialized_otherwise
 
 NEIGHBOURS = 4  # the nearest tuned keys a prediction weighs
 UNTIMED_PENALTY = math.log(1.25)  # beyond the slowest config a neighbour timed
@@ -43,10 +44,12 @@ def predict(
     ]
     if not near or not allowed:
         return None
+    # where every neighbour is specialized otherwise, they weigh by size alone
+    floor = SPECIALIZED_OTHERWISE * min(specialized_otherwise(key, k) for _, _, k in near)
     totals = dict.fromkeys(allowed, 0.0)
     informed = False  # some allowed config was timed (or won) at a neighbour: else nothing to go on
     for distance, _, k in near:
-        weight = _NEAR / (_NEAR + distance)
+        weight = _NEAR / (_NEAR + distance - floor)
         regrets = _regrets(tuned[k][0])
         untimed = max((r for r in regrets.values() if math.isfinite(r)), default=0.0) + UNTIMED_PENALTY
         for config in list(totals):

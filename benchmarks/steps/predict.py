@@ -24,25 +24,41 @@ GOALS = {"geomean": 0.95, "worst": 0.85}  # predicted vs the per-key winner
 FIRST_CALL_GOAL = 1.2  # a predicted key's first call over a hit's
 
 
-def run(bench: Bench, kernels: list[str], corpus: str = PREDICTION_CORPUS, budget_s: float = 420.0) -> None:
+def run(bench: Bench, kernels: list[str], corpus: str = PREDICTION_CORPUS, budget_s: float = 480.0) -> None:
     """`kernels`: the corpus's families to tune (all when empty). The tuned file is kept beside the JSON."""
     output = Path(bench.json_path).with_name("predict-all.pb") if bench.json_path else bench.work / "all.pb"
     argv = ["tune", "--shapes", "full", "--corpus", corpus, "-o", str(output), "--json"]
     argv += [a for k in kernels for a in ("--kernels", k)]
     argv += ["--time-budget", str(budget_s)]  # a guard: every key is meant to be tuned within it
     wall, text = bench.tool(argv, bench.env())
+    module = corpus_module(corpus)
+    bench.report["predict"] = {
+        "tune_wall_s": wall,
+        "tune": json.loads(text),
+        "kernels": readout(output, module.training, kernel_configs(module)),
+    }
+
+
+def corpus_module(corpus: str = PREDICTION_CORPUS) -> Any:
+    """benchmarks/prediction_corpus.py (or `corpus`), loaded by path as `tune --corpus` loads it."""
     import importlib.util
 
     spec = importlib.util.spec_from_file_location("prediction_corpus", corpus)
     assert spec is not None and spec.loader is not None
     module = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(module)
-    firsts = {_name(f.kernel): [_config(c) for c in f.kernel.configs] for f in module.CORPUS}
-    bench.report["predict"] = {
-        "tune_wall_s": wall,
-        "tune": json.loads(text),
-        "kernels": readout(output, module.training, firsts),
-    }
+    return module
+
+
+def kernel_configs(corpus: Any, every_gpu: bool = False) -> dict[str, list[model.Config]]:
+    """Each corpus kernel's configs in the kernel's own order (`every_gpu`: the built-in kernels this GPU
+    does not tune too, to read a file tuned on another)."""
+    families = list(corpus.CORPUS)
+    if every_gpu:
+        from tuned_kernels.aot.kernels.builtin import CORPUS as BUILTIN
+
+        families = [*BUILTIN, *families]
+    return {_name(f.kernel): [_config(c) for c in f.kernel.configs] for f in families}
 
 
 def readout(

@@ -1,0 +1,58 @@
+"""The `predict` step's readout made again from a run's tuned files, on any machine: each held-out key's
+predicted config, the nearest training key's winner and the first config kept, each scored by the times the
+run measured at that key (no GPU needed: every config's time is in the files).
+
+  python benchmarks/predict_readout.py TUNED.pb.zst [...] --environment RUN.json --out READOUT.json
+
+TUNED: the `predict-all.pb` files the calls of a GPU run kept (a kernel in several: the last file's);
+RUN.json: that run's `--json`, whose environment (GPU, driver, torch, Triton) the readout keeps."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import subprocess
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+sys.path.insert(0, str(Path(__file__).parent))
+from steps.predict import corpus_module, kernel_configs, readout
+
+
+def reread(tuned: list[Path], environment: dict[str, Any]) -> dict[str, Any]:
+    """One report of the tuned files, read out by this checkout's prediction."""
+    corpus = corpus_module()
+    firsts = kernel_configs(corpus, every_gpu=True)
+    kernels: dict[str, Any] = {}
+    for path in tuned:
+        kernels |= readout(path, corpus.training, firsts)
+    commit = subprocess.run(
+        ["git", "rev-parse", "--short", "HEAD"],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        cwd=Path(__file__).parent,
+    ).stdout.strip()
+    read_out = {"date": time.strftime("%Y-%m-%d"), "commit": commit, "files": [p.name for p in tuned]}
+    return {"environment": environment, "predict": {"read_out": read_out, "kernels": kernels}}
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0] if __doc__ else None)
+    parser.add_argument("tuned", nargs="+", type=Path, help="the run's tuned files (predict-all.pb)")
+    parser.add_argument("--environment", type=Path, required=True, help="the run's --json")
+    parser.add_argument("--out", type=Path, required=True, help="the readout (the `predict` step's format)")
+    args = parser.parse_args()
+    report = reread(args.tuned, json.loads(args.environment.read_text())["environment"])
+    args.out.write_text(json.dumps(report, indent=1) + "\n")
+    for name, k in report["predict"]["kernels"].items():
+        p = k["predicted"]
+        print(
+            f"{name}: {p['of']} held out, {k['training_keys']} tuned: {p['geomean']:.3f} / {p['worst']:.3f}"
+        )
+
+
+if __name__ == "__main__":
+    main()
