@@ -817,3 +817,20 @@ def test_a_graph_file_over_the_size_bound_is_refused_as_too_large(
     assert graphs.why_not_placed(entry, results.blobs.get) == (
         f"{entry.key[0]}: {size} bytes, over the {(size - 1) >> 20} MiB a graph file may hold"
     )
+
+
+@pytest.mark.parametrize("key", ["../../escaped.py", "fxgraph/../../../escaped.py", "/tmp/escaped.py"])
+def test_an_entry_keyed_by_no_path_inductors_caches_use_is_never_placed_even_naming_no_kind(key: str) -> None:
+    """An entry whose key is no Inductor cache path is refused by its key alone: one that names no kind,
+    with one well-formed file of its key's name, would otherwise pass the kind check (none == none) and be
+    written where its key points, outside the cache."""
+    data = b"print('written outside the cache')\n"
+    sha = hashlib.sha256(data).hexdigest()
+    files = (model.ArtifactFile(key.rsplit("/", 1)[-1], sha, len(data)),)
+    entry = model.Entry(
+        graphs.identity(), (key,), model.Config.of({}), found_by=model.FoundBy.CAPTURED,
+        artifacts=(model.Artifact(sha, "cpu", files, model.Config.of({})),),
+    )  # fmt: skip
+    assert graphs.why_not_placed(entry, {sha: data}.get) == (
+        f"key {str(entry.key)[:80]} is not a path Inductor's caches use"
+    )
