@@ -65,26 +65,36 @@ def exit_summary(summary: Mapping[str, Any]) -> list[str]:
     graphs = summary.get("graphs", {})
     shown = ("files_placed", "files_present", "files_removed", "fxgraph_misses", "objects_compiled")
     if any(graphs.get(k) for k in shown):
-        objects = graphs.get("objects_compiled", [])
-        lines.append(
-            f"torch.compile graphs: {graphs.get('fxgraph_hits', 0)} found in Inductor's cache, "
-            f"{graphs.get('fxgraph_misses', 0)} compiled here"
-            + (f", and {len(objects)} C++ objects ({first_named(objects, len(objects))})" if objects else "")
-            + f"; bundle files placed there: {graphs['files_placed']} (and {graphs['files_present']} already "
-            "there)"
-            + (
-                f"; taken out, no bundle offers them now: {graphs['files_removed']}"
-                if graphs.get("files_removed")
-                else ""
-            )
-            + ("; torch's source hash from the bundle" if graphs.get("torch_key_from_bundle") else "")
-            + (
-                f"; reductions run as captured, untimed: {graphs['reductions_as_captured']}"
-                if graphs.get("reductions_as_captured")
-                else ""
-            )
-        )
+        lines.append(graphs_line(graphs))
     return [f"tuned-kernels: {line}" for line in lines]
+
+
+def graphs_line(graphs: dict[str, Any]) -> str:
+    """The summary's line on torch.compile's graphs: found, compiled here, placed, and what was served."""
+    objects = graphs.get("objects_compiled", [])
+    return (
+        f"torch.compile graphs: {graphs.get('fxgraph_hits', 0)} found in Inductor's cache, "
+        f"{graphs.get('fxgraph_misses', 0)} compiled here"
+        + (f", and {len(objects)} C++ objects ({first_named(objects, len(objects))})" if objects else "")
+        + f"; bundle files placed there: {graphs['files_placed']} (and {graphs['files_present']} already "
+        "there)"
+        + (
+            f"; taken out, no bundle offers them now: {graphs['files_removed']}"
+            if graphs.get("files_removed")
+            else ""
+        )
+        + ("; torch's source hash from the bundle" if graphs.get("torch_key_from_bundle") else "")
+        + (
+            f"; C++ objects found under the capture's install paths: {graphs['objects_from_another_install']}"
+            if graphs.get("objects_from_another_install")
+            else ""
+        )
+        + (
+            f"; reductions run as captured, untimed: {graphs['reductions_as_captured']}"
+            if graphs.get("reductions_as_captured")
+            else ""
+        )
+    )
 
 
 def keys_named(keys: list[list[Any]], total: int) -> str:

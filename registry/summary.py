@@ -83,10 +83,12 @@ def summary(
 def graph_summary(stats: Stats) -> dict[str, Any]:
     """torch.compile's graphs in this process: the bundles' files placed in Inductor's cache directory, and
     Inductor's own counts of graphs found in its caches and compiled."""
-    from tuned_kernels.inductor_edge import reduction_choices, source_key
+    from tuned_kernels.inductor_edge import cpp_objects, reduction_choices, source_key
     from tuned_kernels.inductor_edge.graphs import graph_counts, objects_compiled_since
 
     watched = stats.watched_inductor_cache
+    if watched is not None:  # an object copied from the capture's name came with the bundle
+        watched = (watched[0], watched[1], watched[2] | cpp_objects.copied())
     return {
         "files_placed": stats.graph_files_placed,
         "files_present": stats.graph_files_present,
@@ -94,6 +96,7 @@ def graph_summary(stats: Stats) -> dict[str, Any]:
         "files_removed": stats.graph_files_removed,
         **graph_counts(),
         "objects_compiled": objects_compiled_since(*watched) if watched is not None else [],
+        "objects_from_another_install": len(cpp_objects.copied()),
         "torch_key_from_bundle": source_key.served(),
         "reductions_as_captured": reduction_choices.run_as_chosen(),
     }

@@ -834,3 +834,25 @@ def test_an_entry_keyed_by_no_path_inductors_caches_use_is_never_placed_even_nam
     assert graphs.why_not_placed(entry, {sha: data}.get) == (
         f"key {str(entry.key)[:80]} is not a path Inductor's caches use"
     )
+
+
+def test_a_compile_command_from_another_install_names_the_captures_paths_and_nothing_else() -> None:
+    """Where torch is installed from the same wheel at another path, Inductor's C++ objects are looked up
+    under the name the capture's paths give them: its command with this install's paths, and those alone,
+    replaced by the capture's (a path inside another replaced once, as the longer one)."""
+    from tuned_kernels.inductor_edge.cpp_objects import translated
+
+    here = {"torch": "/env2/lib/site-packages/torch", "include": "/py/include", "libdir": "/py/lib"}
+    there = {"torch": "/env1/lib/site-packages/torch", "include": "/py/include", "libdir": "/py/lib"}
+    command = (
+        "g++ -I/py/include -I/env2/lib/site-packages/torch/include -L/env2/lib/site-packages/torch/lib -mavx2"
+    )
+    assert translated(command, here, there) == (
+        "g++ -I/py/include -I/env1/lib/site-packages/torch/include -L/env1/lib/site-packages/torch/lib -mavx2"
+    )
+    assert translated(command, here, here) == command
+    nested_here = {"torch": "/p/lib/torch", "include": "/p", "libdir": "/p/lib"}
+    nested_there = {"torch": "/q/lib/torch", "include": "/r", "libdir": "/q/lib"}
+    assert translated("-I/p/lib/torch/include -I/p -L/p/lib", nested_here, nested_there) == (
+        "-I/q/lib/torch/include -I/r -L/q/lib"
+    )

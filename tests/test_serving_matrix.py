@@ -19,6 +19,7 @@ import re
 import shutil
 import subprocess
 import sys
+import sysconfig
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -74,6 +75,7 @@ class Change:
     same_math: bool = True
     gpus: int = 0  # the GPUs the row needs
     account: bool = False  # run by another user account (`as_another_user`)
+    venv: bool = False  # run by a virtual environment of its own (`another_environment`)
 
     def must(self) -> dict[str, bool]:
         """Per column this row concerns (on this machine), served or not; a GPU's compiled kernels go with
@@ -153,6 +155,7 @@ CHANGES = [
     Change("the program at another path", ALL, moved=True),
     Change("run as `python -m`", BOTH, as_module=True),
     Change("another user (its own uid, name, HOME and caches)", ALL, account=True),
+    Change("another virtual environment (torch and every package at another path)", ALL, venv=True),
     Change("a fresh machine: no cache settings, empty default folders", ALL, bare=True),
     Change(
         "another GPU target (a bundle built for sm100)", {"triton": False, "graph": False}, bundle=_targeted
@@ -256,6 +259,22 @@ def as_another_user(command: list[str], env: dict[str, str], root: Path) -> list
             f"--inh-caps={caps}", f"--ambient-caps={caps}", *command]  # fmt: skip
 
 
+def another_environment(folder: Path) -> str:
+    """A virtual environment at `folder` whose site-packages links each package of this one's: the same
+    installs at another path, as a second virtual environment holds them (torch's headers and libraries
+    among them). Its Python."""
+    subprocess.run([sys.executable, "-m", "venv", "--without-pip", str(folder)], check=True, timeout=120)
+    python = folder / "bin" / "python"
+    where = [str(python), "-c", "import sysconfig; print(sysconfig.get_paths()['purelib'])"]
+    there = Path(
+        subprocess.run(where, capture_output=True, text=True, check=True, timeout=120).stdout.strip()
+    )
+    for package in Path(sysconfig.get_paths()["purelib"]).iterdir():
+        if not (there / package.name).exists():
+            (there / package.name).symlink_to(package)
+    return str(python)
+
+
 def _runs_here(change: Change) -> bool:
     return change.gpus <= _gpus() and not (change.account and _no_other_account())
 
@@ -329,6 +348,8 @@ def serve(change: Change, captured: tuple[Place, Path, dict[str, str]], root: Pa
     command = [sys.executable, "-m", "matrix_app"] if change.as_module else [sys.executable, str(program)]
     cwd = program.parent if change.as_module else (root if change.elsewhere else where.program.parent)
     root.mkdir(parents=True, exist_ok=True)
+    if change.venv:
+        command = [another_environment(root / "venv"), *command[1:]]
     if change.account:
         command = as_another_user(command, env, root)
     report = _run(place, command, env, cwd)

@@ -62,6 +62,16 @@ INDUCTOR_CHOICES = (
           "Inductor's GEMM choices are neither served nor captured; Inductor chooses as without a bundle"),
 )  # fmt: skip
 
+INDUCTOR_CPP_WRITE = Shape(
+    "torch._inductor", "codecache", ("write", "get_hash", "get_path"),
+    "a graph's C++ objects a bundle brought are compiled again where torch is installed at another path",
+)  # fmt: skip
+INDUCTOR_CPP_LOAD = Shape(
+    "torch._inductor.codecache", "CppCodeCache", ("load_async",),
+    "a graph's C++ objects a bundle brought are compiled again where torch is installed at another path",
+    calls=("load_async", "write"),
+)  # fmt: skip
+
 SHAPES = (
     INDUCTOR_GRAPH_LOAD,
     *INDUCTOR_CHOICES,
@@ -72,4 +82,6 @@ SHAPES = (
     INDUCTOR_RBLOCK_SCALING,
     INDUCTOR_STATIC_RECHECK,
     INDUCTOR_COMPILE_POOL,
+    INDUCTOR_CPP_WRITE,
+    INDUCTOR_CPP_LOAD,
 )

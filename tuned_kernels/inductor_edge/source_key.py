@@ -6,6 +6,9 @@ install's own paths and bytecode left out). A served process whose torch was ins
 its files unchanged since (each source file of the size RECORD gives, none missing, none added, none newer
 than RECORD), takes the hash from the bundle instead of computing it.
 
+The capture also records its install's paths, so that a graph's C++ objects are found where torch was
+installed from the same wheel at another path (cpp_objects.py).
+
 Only from a bundle whose code is served: the hash decides which cached graphs Inductor loads. A torch
 installed from source, in editable mode or by another installer (no RECORD beside it) computes it as usual,
 and so do Inductor's compile workers (their parent hands them its hash).
@@ -18,11 +21,12 @@ import hashlib
 import json
 import os
 import sys
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
 from tuned_kernels import model
+from tuned_kernels.inductor_edge import cpp_objects
 from tuned_kernels.inductor_edge.autotune_cache import capturing_cache_dir
 from tuned_kernels.inductor_edge.keys import PREFIX, torch_source_hash
 from tuned_kernels.whole_match import matches, whole
@@ -30,6 +34,8 @@ from tuned_kernels.whole_match import matches, whole
 NAME = f"{PREFIX}torch_key"
 CAPTURED = "tuned-kernels-torch-key"  # in a capture's cache directory: this wheel's digest and torch_key
 MAX_RECORD_BYTES = 16 << 20
+MAX_PATH = 4096
+PATH_PREFIX = "install_"  # the capture's install paths in its entry's config: install_torch, ...
 MAX_FILES_LOOKED_AT = 50_000
 HEX_256 = whole(r"[0-9a-f]{64}")
 SOURCES = (".py", ".so", ".cpp", ".ld")  # what torch_key reads: modules (Python and extension) and two files
@@ -128,7 +134,7 @@ def record_for_capture() -> None:
 
     from tuned_kernels.results.files import write_atomic
 
-    recorded = {"wheel": wheel.digest, "torch_key": torch_key().hex()}
+    recorded = {"wheel": wheel.digest, "torch_key": torch_key().hex(), "paths": cpp_objects.install_paths()}
     with contextlib.suppress(OSError):
         write_atomic(cache_dir / CAPTURED, json.dumps(recorded).encode())
 
@@ -142,26 +148,40 @@ def harvest(cache_dir: Path) -> list[model.Entry]:
     wheel, key = (recorded.get(k) if isinstance(recorded, dict) else None for k in ("wheel", "torch_key"))
     if not (matches(HEX_256, wheel) and matches(HEX_256, key)):
         return []
-    config = model.Config.of({"torch_key": key})
+    paths = recorded.get("paths")
+    installed = {
+        f"{PATH_PREFIX}{name}": paths[name]
+        for name in cpp_objects.PATHS
+        if isinstance(paths, dict) and _a_path(paths.get(name))
+    }
+    config = model.Config.of({"torch_key": key, **installed})
     return [model.Entry(identity(), (wheel,), config, found_by=model.FoundBy.CAPTURED)]
+
+
+def _a_path(value: object) -> bool:
+    return isinstance(value, str) and value.startswith("/") and len(value) <= MAX_PATH and value.isprintable()
 
 
 def serve(entries: Iterable[model.Entry]) -> None:
     """Sets Inductor's `torch_key` from the entry for the wheel torch is installed from, if one is among
     `entries`, torch's files are unchanged and Inductor has not computed it yet (not in its compile workers:
     they are handed it)."""
-    offered = {}
+    offered: dict[object, Mapping[str, object]] = {}
     for entry in entries:
-        key = dict(entry.best.kwargs).get("torch_key")
-        if len(entry.key) == 1 and matches(HEX_256, key):
-            offered[entry.key[0]] = str(key)
+        kwargs = dict(entry.best.kwargs)
+        if len(entry.key) == 1 and matches(HEX_256, kwargs.get("torch_key")):
+            offered[entry.key[0]] = kwargs
     if not offered or in_compile_worker():
         return
     package = torch_package()
     wheel = wheel_of(package)
-    value = offered.get(wheel.digest) if wheel is not None else None
-    if wheel is None or value is None or not unchanged(package, wheel):
+    recorded = offered.get(wheel.digest) if wheel is not None else None
+    if wheel is None or recorded is None or not unchanged(package, wheel):
         return
+    value = str(recorded["torch_key"])
+    paths = {name: recorded.get(f"{PATH_PREFIX}{name}") for name in cpp_objects.PATHS}
+    if all(_a_path(path) for path in paths.values()):  # a capture before paths were recorded: none
+        cpp_objects.find_under_captured_paths({name: str(path) for name, path in paths.items()})
     from torch._inductor.codecache import torch_key
 
     setter = getattr(torch_key, "set", None)
