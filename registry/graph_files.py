@@ -86,6 +86,17 @@ def torch_keys(bundles: list[tuple[str, ResultsView]]) -> list[model.Entry]:
     return found
 
 
+def cpp_objects(offered: Sequence[GraphFile]) -> dict[str, str]:
+    """The C++ objects among `offered`: each one's path in Inductor's cache directory and its sha256."""
+    return {
+        str(f.entry.key[0]): f.entry.artifacts[0].files[0].sha256
+        for f in offered
+        if dict(f.entry.best.kwargs).get(graphs.KIND) == "cpp"
+        and f.entry.artifacts
+        and f.entry.artifacts[0].files
+    }
+
+
 def place_graphs(
     offered: Sequence[GraphFile],
     cache_dir: Path,

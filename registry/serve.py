@@ -71,11 +71,13 @@ def _place_graphs() -> None:
         registry.place_graphs(inductor_cache_dir())
         if registry.stats.graph_files_placed + registry.stats.graph_files_present:
             compile_pool.hold()  # started if a graph is compiled after all (_say_graph_compiled)
-        keys = registry.load().torch_keys
-        if keys:
+        loaded = registry.load()
+        if loaded.torch_keys:
+            from tuned_kernels.registry.graph_files import cpp_objects
+
             from tuned_kernels.inductor_edge import source_key
 
-            source_key.serve_when_imported(keys)
+            source_key.serve_when_imported(loaded.torch_keys, cpp_objects(loaded.graphs))
 
 
 def _say_graph_compiled(doing: str) -> None:

@@ -134,15 +134,19 @@ def with_torch_key(results: model.Results, wheel: str, key: str) -> model.Result
 def test_inductors_torch_source_hash_is_taken_from_the_bundle_for_the_wheel_it_was_recorded_for(
     captured: Path, tmp_path: Path
 ) -> None:
-    """The capture records Inductor's hash of torch's sources for the wheel torch was installed from; a served
-    process installed from that wheel uses it (a recorded hash that differs makes every graph a miss), one
-    from another wheel computes its own (every graph found)."""
+    """The capture records Inductor's hash of torch's sources for the wheel torch was installed from, and the
+    install's paths; a served process installed from that wheel uses the hash (a recorded hash that differs
+    makes every graph a miss), one from another wheel computes its own (every graph found)."""
     from torch._inductor.codecache import torch_key
+
+    from tuned_kernels.inductor_edge import cpp_objects
 
     wheel = source_key.wheel_of(source_key.torch_package())
     assert wheel is not None  # the test environment's torch is installed from a wheel
     (recorded,) = [e for e in read_results(captured).entries if e.kernel == source_key.identity()]
-    assert recorded.key == (wheel.digest,) and dict(recorded.best.kwargs) == {"torch_key": torch_key().hex()}
+    paths = {f"{source_key.PATH_PREFIX}{name}": path for name, path in cpp_objects.install_paths().items()}
+    assert recorded.key == (wheel.digest,)
+    assert dict(recorded.best.kwargs) == {"torch_key": torch_key().hex(), **paths}
     for name, for_wheel, found in [("this-wheel", wheel.digest, 0), ("another-wheel", "0" * 64, 2)]:
         bundle = tmp_path / f"{name}.pb.zst"
         write_results(bundle, with_torch_key(read_results(captured), for_wheel, "ab" * 32))
@@ -851,8 +855,61 @@ def test_a_compile_command_from_another_install_names_the_captures_paths_and_not
         "g++ -I/py/include -I/env1/lib/site-packages/torch/include -L/env1/lib/site-packages/torch/lib -mavx2"
     )
     assert translated(command, here, here) == command
+    assert translated("-L/py/lib64 -L/py/lib", here, {**there, "libdir": "/other/lib"}) == (
+        "-L/py/lib64 -L/other/lib"  # a path that only begins as another is not that path
+    )
     nested_here = {"torch": "/p/lib/torch", "include": "/p", "libdir": "/p/lib"}
     nested_there = {"torch": "/q/lib/torch", "include": "/r", "libdir": "/q/lib"}
     assert translated("-I/p/lib/torch/include -I/p -L/p/lib", nested_here, nested_there) == (
         "-I/q/lib/torch/include -I/r -L/q/lib"
     )
+
+
+@pytest.mark.parametrize(
+    ("case", "copied"),
+    [
+        ("the bundle's object", True),
+        ("bytes other than the bundle offered", False),
+        ("an object no bundle offered", False),
+        ("this install's object already there", False),
+        ("a kernel's separate source", False),
+    ],
+)
+def test_an_object_named_by_the_captures_install_paths_is_used_only_as_the_bundle_offered_it(
+    case: str, copied: bool, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Torch installed at another path than the capture's: the C++ object Inductor names is written from the
+    one the capture's paths name, where a bundle offered that one with those bytes and this one is missing."""
+    from torch._inductor import codecache
+
+    from tuned_kernels.inductor_edge import cpp_objects
+
+    monkeypatch.setattr(codecache, "write", codecache.write)  # restored after the test
+    monkeypatch.setattr(cpp_objects, "_copied", set())  # this test's copies alone
+    monkeypatch.setenv("TORCHINDUCTOR_CACHE_DIR", str(tmp_path))
+    here = cpp_objects.install_paths()
+    there = {**here, "torch": "/elsewhere/site-packages/torch"}
+    extension = "optimized.cpp" if case == "a kernel's separate source" else "main.cpp"
+    source, command = 'extern "C" void kernel() {}', f"g++ -I{here['torch']}/include -o o.so"
+    key = codecache.get_hash(source, cpp_objects.translated(command, here, there), "code")
+    captured = Path(codecache.get_path(key, extension)[2][: -len("cpp")] + "so")
+    captured.parent.mkdir(parents=True)
+    captured.write_bytes(b"the bundle's object")
+    sha = hashlib.sha256(b"the bundle's object" if case != "bytes other than the bundle offered" else b"x")
+    offered = {} if case == "an object no bundle offered" else {
+        captured.relative_to(tmp_path).as_posix(): sha.hexdigest()
+    }  # fmt: skip
+    cpp_objects.find_under_captured_paths(there, offered or {"other/object.so": "0" * 64})
+    ours = Path(
+        codecache.get_path(codecache.get_hash(source, command, "code"), extension)[2][: -len("cpp")] + "so"
+    )
+    if case == "this install's object already there":
+        ours.parent.mkdir(parents=True, exist_ok=True)
+        ours.write_bytes(b"compiled here")
+
+    codecache.write(source, extension, extra=command)
+
+    expected = {True: b"the bundle's object", False: b"compiled here" if ours.exists() else None}[copied]
+    assert (ours.read_bytes() if ours.exists() else None) == expected
+    assert (ours.relative_to(tmp_path).as_posix() in cpp_objects.copied()) == copied
+    assert not [p for p in tmp_path.rglob(".*") if p.is_file()]  # no temporary file left

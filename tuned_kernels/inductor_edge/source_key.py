@@ -162,10 +162,12 @@ def _a_path(value: object) -> bool:
     return isinstance(value, str) and value.startswith("/") and len(value) <= MAX_PATH and value.isprintable()
 
 
-def serve(entries: Iterable[model.Entry]) -> None:
+def serve(entries: Iterable[model.Entry], objects: Mapping[str, str] | None = None) -> None:
     """Sets Inductor's `torch_key` from the entry for the wheel torch is installed from, if one is among
     `entries`, torch's files are unchanged and Inductor has not computed it yet (not in its compile workers:
-    they are handed it)."""
+    they are handed it). From that entry too, where torch is installed at another path than the capture's:
+    the bundles' C++ objects (`objects`: path in the cache directory, sha256) are found under the names
+    the capture's paths give them (cpp_objects.py), whether or not Inductor had computed its hash."""
     offered: dict[object, Mapping[str, object]] = {}
     for entry in entries:
         kwargs = dict(entry.best.kwargs)
@@ -181,7 +183,9 @@ def serve(entries: Iterable[model.Entry]) -> None:
     value = str(recorded["torch_key"])
     paths = {name: recorded.get(f"{PATH_PREFIX}{name}") for name in cpp_objects.PATHS}
     if all(_a_path(path) for path in paths.values()):  # a capture before paths were recorded: none
-        cpp_objects.find_under_captured_paths({name: str(path) for name, path in paths.items()})
+        cpp_objects.find_under_captured_paths(
+            {name: str(path) for name, path in paths.items()}, objects or {}
+        )
     from torch._inductor.codecache import torch_key
 
     setter = getattr(torch_key, "set", None)
@@ -196,8 +200,9 @@ def served() -> bool:
     return _served[0]
 
 
-def serve_when_imported(entries: list[model.Entry]) -> None:
-    """`serve(entries)` once Inductor's cache code is imported: before Inductor first computes the hash."""
+def serve_when_imported(entries: list[model.Entry], objects: Mapping[str, str]) -> None:
+    """`serve(entries, objects)` once Inductor's cache code is imported: before Inductor first computes the
+    hash."""
     from tuned_kernels.post_import import when_imported
 
-    when_imported("torch._inductor.codecache", lambda _: serve(entries))
+    when_imported("torch._inductor.codecache", lambda _: serve(entries, objects))
