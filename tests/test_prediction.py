@@ -216,3 +216,26 @@ def test_strict_stops_where_a_config_would_be_predicted(tmp_path: Path, bundle: 
         f"pruned.add_one_kernel (3000, {F32}, {F32}) is not in the bundles; its config would be predicted"
         in out.stderr
     )
+
+
+def test_each_committed_prediction_readout_is_what_this_prediction_makes_of_its_tuned_files() -> None:
+    """BENCHMARKS.md's prediction rows come from readouts made from committed tuned files (every config's
+    time at every key) by benchmarks/predict_readout.py: a change to the prediction that moves any figure
+    fails here until the readout is made again and the rows follow it."""
+    import importlib.util
+
+    benchmarks = Path(__file__).resolve().parents[1] / "benchmarks"
+    spec = importlib.util.spec_from_file_location("predict_readout", benchmarks / "predict_readout.py")
+    assert spec is not None and spec.loader is not None
+    predict_readout = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(predict_readout)
+    readouts = [
+        (path, report)
+        for path in sorted(benchmarks.glob("results-*-predict.json"))
+        if "read_out" in (report := json.loads(path.read_text()))["predict"]
+    ]
+    assert readouts  # there is one to check
+    for path, report in readouts:
+        tuned = [benchmarks / name for name in report["predict"]["read_out"]["files"]]
+        again = predict_readout.reread(tuned, report["environment"])
+        assert again["predict"]["kernels"] == report["predict"]["kernels"], path.name
