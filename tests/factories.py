@@ -7,6 +7,7 @@ import hashlib
 import os
 import subprocess
 import sys
+import types
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -97,6 +98,17 @@ def graphs_made_with_torch(results: model.Results, version: str) -> model.Result
         for e in results.entries
     )
     return results.with_entries(entries)
+
+
+def script_module(path: Path) -> types.ModuleType:
+    """A script that is no package's module (ci/, benchmarks/), loaded from its file."""
+    import importlib.util
+
+    spec = importlib.util.spec_from_file_location(path.stem, path)
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
 
 
 def warnings_in(stderr: str) -> list[str]:

@@ -188,12 +188,7 @@ def test_pytest_plugin_dumps_across_xdist_workers_then_loads_with_no_misses(tmp_
 
 def test_the_gpu_script_refuses_a_wheel_that_is_not_this_trees(tmp_path: Path) -> None:
     """ci/gpu_run.sh measures the wheel a call carries: one built before the last edit is named and stopped."""
-    import importlib.util
-
-    spec = importlib.util.spec_from_file_location("wheel_is_current", ROOT / "ci" / "wheel_is_current.py")
-    assert spec is not None and spec.loader is not None
-    check = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(check)
+    check = factories.script_module(ROOT / "ci" / "wheel_is_current.py")
     installed = tmp_path / "site" / "tuned_kernels"
     for name, source in check.source_modules(ROOT).items():  # as the wheel installs the tree
         (installed / name).parent.mkdir(parents=True, exist_ok=True)

@@ -224,14 +224,9 @@ def test_each_committed_prediction_readout_is_what_this_prediction_makes_of_its_
     """BENCHMARKS.md's prediction rows come from readouts made from committed tuned files (every config's
     time at every key) by benchmarks/predict_readout.py: a change to the prediction that moves any figure
     fails here until the readout is made again and the rows follow it."""
-    import importlib.util
-
     benchmarks = Path(__file__).resolve().parents[1] / "benchmarks"
     monkeypatch.setattr(sys, "path", list(sys.path))  # the script puts benchmarks/ first: not for later tests
-    spec = importlib.util.spec_from_file_location("predict_readout", benchmarks / "predict_readout.py")
-    assert spec is not None and spec.loader is not None
-    predict_readout = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(predict_readout)
+    predict_readout = factories.script_module(benchmarks / "predict_readout.py")
     readouts = [
         (path, report)
         for path in sorted(benchmarks.glob("results-*-predict.json"))

@@ -4,11 +4,10 @@ A tuned key's entry holds the time of every config it timed. A config's regret a
 slower it ran there than the key's winner (the log of the ratio). The prediction for an unseen key is the
 allowed config with the least regret over the nearest tuned keys (`nearest.key_distance`: a key Triton
 specializes otherwise counts as further), each weighted by that distance less the part every neighbour
-shares. A config a neighbour
-has no time for (its pruning left it out there, or the entry kept only the best few) counts as slower than
-every config it timed; a config that failed or gave wrong numbers at a neighbour is never predicted. A
-neighbour that kept no timings votes for its winner alone, so with one neighbour of that kind the
-prediction is the nearest key's config.
+shares. A config a neighbour has no time for (its pruning left it out there, or the entry kept only the
+best few) counts as slower than every config it timed; a config that failed or gave wrong numbers at a
+neighbour is never predicted. A neighbour that kept no timings votes for its winner alone, so with one
+neighbour of that kind the prediction is the nearest key's config.
 """
 
 from __future__ import annotations
