@@ -24,6 +24,7 @@ class TunedAnswers:
         fits: Callable[[model.Config], bool],
         counted: bool = True,  # the tuner counts nothing
         kept: Callable[[], Sequence[model.Config]] | None = None,  # nothing predicted: every miss is tuned
+        key_names: Sequence[str] = (),
     ) -> Decision:
         entry = self.entries.get(model.slot_of(identity, key))
         if entry is not None and fits(entry.best):
@@ -65,8 +66,9 @@ class SearchedAnswers(TunedAnswers):
         fits: Callable[[model.Config], bool],
         counted: bool = True,
         kept: Callable[[], Sequence[model.Config]] | None = None,
+        key_names: Sequence[str] = (),
     ) -> Decision:
-        decision = super().decide(identity, key, fits, counted, kept)
+        decision = super().decide(identity, key, fits, counted, kept, key_names)
         if decision.served:
             self.answered += 1
             return decision

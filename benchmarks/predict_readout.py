@@ -18,16 +18,16 @@ from pathlib import Path
 from typing import Any
 
 sys.path.insert(0, str(Path(__file__).parent))
-from steps.predict import corpus_module, kernel_configs, readout
+from steps.predict import corpus_module, kernel_configs, key_names, readout
 
 
 def reread(tuned: list[Path], environment: dict[str, Any]) -> dict[str, Any]:
     """One report of the tuned files, read out by this checkout's prediction."""
     corpus = corpus_module()
-    firsts = kernel_configs(corpus, every_gpu=True)
+    firsts, names = kernel_configs(corpus, every_gpu=True), key_names(corpus, every_gpu=True)
     kernels: dict[str, Any] = {}
     for path in tuned:
-        kernels |= readout(path, corpus.training, firsts)
+        kernels |= readout(path, corpus.training, firsts, names)
     commit = subprocess.run(
         ["git", "rev-parse", "--short", "HEAD"],
         capture_output=True,

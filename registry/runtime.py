@@ -27,6 +27,7 @@ from tuned_kernels.registry.strict import strict_stop
 from tuned_kernels import model
 from tuned_kernels.decision import Decision, Measured, decide, measured_entry
 from tuned_kernels.errors import TunedKernelsWarning, one_line, warn
+from tuned_kernels.prediction import Tiling
 from tuned_kernels.resolving import Compiled
 
 if TYPE_CHECKING:
@@ -73,12 +74,14 @@ class Registry:
         fits: Callable[[model.Config], bool],
         counted: bool = True,
         kept: Callable[[], Sequence[model.Config]] | None = None,
+        key_names: Sequence[str] = (),
     ) -> Decision:
         loaded = self.load()
         decision = Decision("miss")
         if loaded.target is not None:
             stored_as = self._stored_as(identity, loaded)
-            decision = decide(stored_as, key, fits, loaded.sources, self.settings.policy, kept)
+            tiling = Tiling(tuple(key_names), loaded.target.multiprocessor_count) if key_names else None
+            decision = decide(stored_as, key, fits, loaded.sources, self.settings.policy, kept, tiling)
             if decision.new_prediction and counted:  # kept untimed: served at once later, tuned on request
                 self._keep(model.Entry(stored_as, key, decision.configs[0], found_by=model.FoundBy.PREDICTED))
         if self.settings.strict and counted:  # a probe (counted=False) tunes nothing

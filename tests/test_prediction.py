@@ -12,11 +12,12 @@ import sys
 from pathlib import Path
 
 import pytest
+import torch
 
 from tests import factories
 from tuned_kernels import model
 from tuned_kernels.nearest import nearest_key
-from tuned_kernels.prediction import predict
+from tuned_kernels.prediction import Tiling, predict
 from tuned_kernels.results import read_results
 
 PRUNED = str(Path(__file__).parent / "corpora" / "pruned.py")
@@ -97,6 +98,66 @@ class TestPredict:
         held = tuned(tuned_at(1024, {64: 1.0}, dtype="fp16"))
         assert predicted_block((1024, "fp32"), held) is None
         assert predicted_block((1024, "fp32", 1), held) is None
+
+
+def rows(block_m: int) -> model.Config:
+    return model.Config.of({"BLOCK_M": block_m, "BLOCK_K": 64}, num_warps=4, num_stages=3)
+
+
+def tiled_at(m: int, times: dict[int, float]) -> model.Entry:
+    """An entry for key (m, 4096) that timed each row block in `times` (ms)."""
+    ranked = sorted(times, key=times.__getitem__)
+    return dataclasses.replace(
+        factories.entry(key=(m, 4096)),
+        best=rows(ranked[0]),
+        timings=tuple(model.Timing(rows(b), times[b]) for b in ranked),
+    )
+
+
+class TestTiling:
+    """On a GPU of 4 multiprocessors: 128-row tiles cover M = 512 in one wave of 4 programs, 640 in two
+    waves and 1024 in two; 64-row tiles take two, three and four."""
+
+    TILING = Tiling(("M", "K"), processors=4)
+    HELD = tuned(tiled_at(512, {128: 1.0, 64: 1.2}), tiled_at(1024, {128: 2.0, 64: 2.3}))
+
+    def test_a_neighbours_times_are_carried_to_the_unseen_key_by_the_waves_each_config_runs(self) -> None:
+        # 128 rows win at both neighbours; at 640 they run 2 waves where 64 rows run 3
+        without = predict((640, 4096), self.HELD, [rows(64), rows(128)])
+        carried = predict((640, 4096), self.HELD, [rows(64), rows(128)], self.TILING)
+        assert without is not None and carried is not None
+        assert (without.config, carried.config) == (rows(128), rows(64))
+
+    def test_where_both_run_the_same_waves_the_neighbours_winner_stays(self) -> None:
+        guess = predict((1000, 4096), self.HELD, [rows(64), rows(128)], self.TILING)
+        assert guess is not None and guess.config == rows(128)  # 2 waves and 4, as at 1024
+
+    def test_a_reduction_an_untiled_size_or_an_unknown_gpu_gives_no_waves(self) -> None:
+        assert self.TILING.waves((640, 4096), rows(64)) == 3
+        assert Tiling(("M", "K"), 0).waves((640, 4096), rows(64)) is None  # no processor count
+        assert Tiling(("N", "K"), 4).waves((640, 4096), rows(64)) is None  # no block of N; K not tiled
+        assert Tiling(("N",), 4).waves((640,), factories.config(64)) is None  # BLOCK: not named for N
+
+
+def test_the_triton_edge_tells_the_resolver_its_kernels_key_names() -> None:
+    """What a prediction tiles by: the autotuner's key arguments, in order."""
+    pruned = factories.script_module(Path(PRUNED))
+
+    from tuned_kernels import resolving
+    from tuned_kernels.decision import Decision
+    from tuned_kernels.triton_edge import autotuner
+
+    asked: list[list[str]] = []
+
+    class Recording:
+        def decide(self, *_: object, key_names: list[str] = (), **__: object) -> Decision:
+            asked.append(list(key_names))
+            return Decision("hit", (factories.config(16, warps=1),))
+
+    x = torch.arange(64.0)
+    with autotuner.patched(), resolving.installed(Recording()):  # type: ignore[arg-type]
+        assert torch.equal(pruned.add_one(x, torch.empty_like(x)), x + 1)
+    assert asked == [["n"]]
 
 
 PROGRAM = """

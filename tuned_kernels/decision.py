@@ -1,6 +1,6 @@
 """The one place that decides, for a kernel launch, between a stored config and tuning. Pure.
 
-`decide(identity, key, fits, sources, policy, kept)` returns a `Decision`: a hit (the stored config for
+`decide(identity, key, fits, sources, policy, kept, tiling)` returns a `Decision`: a hit (the stored config for
 this exact slot), predicted (a config chosen from what the bundles timed at the nearest tuned keys, among
 those the kernel's own pruning `kept` for this key: the default on a miss where a bundle holds the kernel;
 keys this machine tuned do not count), nearest (the config of the nearest tuned key, when the policy asks
@@ -19,7 +19,7 @@ from typing import Literal, Protocol
 
 from tuned_kernels import model
 from tuned_kernels.nearest import nearest_key
-from tuned_kernels.prediction import predict
+from tuned_kernels.prediction import Tiling, predict
 from tuned_kernels.search import neighbours
 
 Found = tuple[model.Entry, str]  # an entry and the file it came from
@@ -106,6 +106,7 @@ def decide(
     sources: Sources,
     policy: Policy,
     kept: Callable[[], Sequence[model.Config]] | None = None,
+    tiling: Tiling | None = None,
 ) -> Decision:
     if policy.measure_always:
         return Decision("miss", reason="capturing")
@@ -121,7 +122,7 @@ def decide(
     if policy.on_miss == "predict" and kept is not None:
         allowed = [c for c in kept() if fits(c) and c not in excluded]
         bundles = {k: f for k, f in timed_keys(sources, identity).items() if f[1] != sources.local_name}
-        guess = predict(key, bundles, allowed)
+        guess = predict(key, bundles, allowed, tiling)
         if guess is not None:
             return Decision(
                 "predicted", (guess.config,), guess.source, unfit=tuple(unfit), new_prediction=True

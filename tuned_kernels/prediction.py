@@ -8,18 +8,27 @@ shares. A config a neighbour has no time for (its pruning left it out there, or 
 best few) counts as slower than every config it timed; a config that failed or gave wrong numbers at a
 neighbour is never predicted. A neighbour that kept no timings votes for its winner alone, so with one
 neighbour of that kind the prediction is the nearest key's config.
+
+Where the kernel's tiling is known (`Tiling`: its key's names and the GPU's multiprocessors), a
+neighbour's times are first carried to the unseen key by the waves of programs each config launches at
+either: a matmul tile of 128 rows covers M = 512 in 4 programs and M = 640 in 5, so on a GPU of 132
+multiprocessors and 32 column tiles that config runs one wave at 512 and two at 640, where a tile of 64
+rows runs two and three. Which config wins between two tuned keys follows from that more than from either
+key's winner.
 """
 
 from __future__ import annotations
 
 import math
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 
 from tuned_kernels import model
 from tuned_kernels.nearest import SPECIALIZED_OTHERWISE, key_distance, specialized_otherwise
 
 NEIGHBOURS = 4  # the nearest tuned keys a prediction weighs
+BLOCK_NAMES = ("BLOCK_{}", "BLOCK_SIZE_{}", "B{}")  # a config parameter that tiles key size {}
+REDUCTIONS = frozenset({"K"})  # a GEMM's reduction, looped over in each program, by the names' convention
 UNTIMED_PENALTY = math.log(1.25)  # beyond the slowest config a neighbour timed
 _NEAR = 0.25  # a distance (sum of log2 ratios) at which a neighbour's weight has halved
 
@@ -32,13 +41,37 @@ class Prediction:
     neighbours: int  # how many tuned keys were weighed
 
 
+@dataclass(frozen=True)
+class Tiling:
+    """How a kernel splits its key's sizes into programs: a key element named D (not a reduction) is cut
+    into blocks by a config parameter BLOCK_D, BLOCK_SIZE_D or BD; the programs run in waves of one per
+    multiprocessor."""
+
+    names: tuple[str, ...]  # the key's elements' names (the autotuner's key arguments), in order
+    processors: int  # the GPU's multiprocessors
+
+    def waves(self, key: model.TuningKey, config: model.Config) -> int | None:
+        """None where no key size is tiled by this config."""
+        params = dict(config.kwargs)
+        programs, tiled = 1, False
+        for name, size in zip(self.names, key, strict=False):
+            if name in REDUCTIONS or not isinstance(size, int) or isinstance(size, bool):
+                continue
+            block = next((params[b.format(name)] for b in BLOCK_NAMES if b.format(name) in params), None)
+            if isinstance(block, int) and not isinstance(block, bool) and block > 0:
+                programs, tiled = programs * -(-max(size, 1) // block), True
+        return -(-programs // self.processors) if tiled and self.processors > 0 else None
+
+
 def predict(
     key: model.TuningKey,
     tuned: Mapping[model.TuningKey, tuple[model.Entry, str]],
     allowed: Sequence[model.Config],
+    tiling: Tiling | None = None,
 ) -> Prediction | None:
     """The allowed config with the least weighted regret over the nearest comparable tuned keys (None when
-    no tuned key is comparable, none timed any allowed config, or every allowed config failed at one)."""
+    no tuned key is comparable, none timed any allowed config, or every allowed config failed at one);
+    with `tiling`, each neighbour's times carried to this key by the waves each config runs at either."""
     near = sorted((distance, repr(k), k) for k in tuned if (distance := key_distance(key, k)) is not None)[
         :NEIGHBOURS
     ]
@@ -50,7 +83,7 @@ def predict(
     informed = False  # some allowed config was timed (or won) at a neighbour: else nothing to go on
     for distance, _, k in near:
         weight = _NEAR / (_NEAR + distance - floor)
-        regrets = _regrets(tuned[k][0])
+        regrets = _regrets(tuned[k][0], _carried(tiling, key, k))
         untimed = max((r for r in regrets.values() if math.isfinite(r)), default=0.0) + UNTIMED_PENALTY
         for config in list(totals):
             regret = regrets.get(config, untimed)
@@ -66,9 +99,27 @@ def predict(
     return Prediction(best, nearest, tuned[nearest][1], len(near))
 
 
-def _regrets(entry: model.Entry) -> dict[model.Config, float]:
-    """Per config this entry timed: log(its time / the winner's); infinity for the configs it rejected."""
-    times = {t.config: t.time_ms for t in entry.timings if 0.0 < t.time_ms < math.inf}
+def _carried(
+    tiling: Tiling | None, key: model.TuningKey, tuned: model.TuningKey
+) -> Callable[[model.Config], float]:
+    """A config's time at `tuned` over its time at `key`, as the waves of programs it runs at each say (1
+    where the tiling is unknown)."""
+
+    def factor(config: model.Config) -> float:
+        if tiling is None:
+            return 1.0
+        here, there = tiling.waves(key, config), tiling.waves(tuned, config)
+        return here / there if here and there else 1.0
+
+    return factor
+
+
+def _regrets(
+    entry: model.Entry, carried: Callable[[model.Config], float] = lambda _: 1.0
+) -> dict[model.Config, float]:
+    """Per config this entry timed, its time carried to the key predicted for: log(that / the fastest's);
+    infinity for the configs it rejected."""
+    times = {t.config: t.time_ms * carried(t.config) for t in entry.timings if 0.0 < t.time_ms < math.inf}
     regrets: dict[model.Config, float] = {r.config: math.inf for r in entry.rejected}
     if not times:
         regrets[entry.best] = 0.0

@@ -34,11 +34,13 @@ class Resolver(Protocol):
         fits: Callable[[model.Config], bool],
         counted: bool = True,
         kept: Callable[[], Sequence[model.Config]] | None = None,
+        key_names: Sequence[str] = (),
     ) -> Decision:
         """The stored config to launch with, or the miss to measure (then handed to `record`). `fits` says
         which configs the caller offers; `counted=False` for a decision that is part of one already counted
         (the fusions into a GEMM that was served); `kept`, the configs the kernel's own pruning keeps for
-        this key, where a miss may be served a predicted config (none given: a miss is measured)."""
+        this key, where a miss may be served a predicted config (none given: a miss is measured);
+        `key_names`, the names of the key's elements, which tell a prediction how the kernel tiles them."""
         ...
 
     def record(

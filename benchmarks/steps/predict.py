@@ -35,7 +35,7 @@ def run(bench: Bench, kernels: list[str], corpus: str = PREDICTION_CORPUS, budge
     bench.report["predict"] = {
         "tune_wall_s": wall,
         "tune": json.loads(text),
-        "kernels": readout(output, module.training, kernel_configs(module)),
+        "kernels": readout(output, module.training, kernel_configs(module), key_names(module)),
     }
 
 
@@ -53,34 +53,50 @@ def corpus_module(corpus: str = PREDICTION_CORPUS) -> Any:
 def kernel_configs(corpus: Any, every_gpu: bool = False) -> dict[str, list[model.Config]]:
     """Each corpus kernel's configs in the kernel's own order (`every_gpu`: the built-in kernels this GPU
     does not tune too, to read a file tuned on another)."""
+    return {_name(f.kernel): [_config(c) for c in f.kernel.configs] for f in _families(corpus, every_gpu)}
+
+
+def _families(corpus: Any, every_gpu: bool) -> list[Any]:
     families = list(corpus.CORPUS)
     if every_gpu:
         from tuned_kernels.aot.kernels.builtin import CORPUS as BUILTIN
 
         families = [*BUILTIN, *families]
-    return {_name(f.kernel): [_config(c) for c in f.kernel.configs] for f in families}
+    return families
+
+
+def key_names(corpus: Any, every_gpu: bool = False) -> dict[str, tuple[str, ...]]:
+    """Each corpus kernel's key's names (its autotuner's key arguments): its tiling, with the GPU's
+    multiprocessors, as serving reads it."""
+    return {_name(f.kernel): tuple(f.kernel.keys) for f in _families(corpus, every_gpu)}
 
 
 def readout(
-    path: Path, training: Callable[[str, tuple[Any, ...]], bool], firsts: dict[str, list[model.Config]]
+    path: Path,
+    training: Callable[[str, tuple[Any, ...]], bool],
+    firsts: dict[str, list[model.Config]],
+    names: dict[str, tuple[str, ...]],
 ) -> dict[str, Any]:
     """Per kernel: each held-out key's ratios (its winner's time over the config's) for the prediction, the
-    nearest training key's winner and the first config kept, with their geomeans and worst."""
+    nearest training key's winner and the first config kept, with their geomeans and worst. The prediction
+    knows the kernel's tiling where `names` has its key's names (the tuned file, its GPU's processors)."""
     from tuned_kernels.nearest import nearest_key
-    from tuned_kernels.prediction import predict
+    from tuned_kernels.prediction import Tiling, predict
     from tuned_kernels.results import read_results
 
+    results = read_results(path)
     by_kernel: dict[str, list[model.Entry]] = {}
-    for entry in read_results(path).entries:
+    for entry in results.entries:
         by_kernel.setdefault(entry.kernel.name, []).append(entry)
     kernels = {}
     for name, entries in sorted(by_kernel.items()):
         tuned = {e.key: (e, str(path)) for e in entries if training(name, e.key)}
+        tiling = Tiling(names[name], results.header.target.multiprocessor_count) if name in names else None
         rows = []
         for held in (e for e in entries if not training(name, e.key)):
             times = {t.config: t.time_ms for t in held.timings}
             allowed = [c for c in firsts.get(name, []) if c in times] or list(times)
-            guess = predict(held.key, tuned, allowed)
+            guess = predict(held.key, tuned, allowed, tiling)
             near = nearest_key(held.key, tuned)
             picks = {
                 "predicted": guess.config if guess else None,

@@ -94,7 +94,8 @@ def _prune_configs(self: Any, kwargs: dict[str, Any]) -> list[Any]:
     # Triton's own pruning for this key, run once and only when needed: a prediction picks among its
     # configs, a miss times them
     pruned = functools.cache(lambda: {config_from_triton(c): c for c in original(self, kwargs)})
-    decision = resolver.decide(identity, key, own.__contains__, kept=lambda: list(pruned()))
+    names = [str(n) for n in getattr(self, "keys", ())]  # the key's arguments: how it tiles, to a prediction
+    decision = resolver.decide(identity, key, own.__contains__, kept=lambda: list(pruned()), key_names=names)
     if decision.served:
         chosen = own[decision.configs[0]]
         _guard_next_launch(self, resolver, identity, key, decision, chosen)
