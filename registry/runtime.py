@@ -79,8 +79,8 @@ class Registry:
         loaded = self.load()
         decision = Decision("miss")
         if loaded.target is not None:
-            stored_as = self._stored_as(identity, loaded)
-            tiling = Tiling(tuple(key_names), loaded.target.multiprocessor_count) if key_names else None
+            stored_as = _stored_as(identity, loaded, self._moved, self._problem)
+            tiling = Tiling(tuple(key_names), loaded.target.multiprocessor_count)  # no names: no waves
             decision = decide(stored_as, key, fits, loaded.sources, self.settings.policy, kept, tiling)
             if decision.new_prediction and counted:  # kept untimed: served at once later, tuned on request
                 self._keep(model.Entry(stored_as, key, decision.configs[0], found_by=model.FoundBy.PREDICTED))
@@ -93,20 +93,6 @@ class Registry:
         if counted and decision.served:
             self.stats.count(decision, identity.name, key)
         return decision
-
-    def _stored_as(self, identity: model.KernelIdentity, loaded: Loaded) -> model.KernelIdentity:
-        """The identity the bundles hold this kernel under: its own, or, where its module was renamed since
-        it was tuned, the old name's (said once per kernel)."""
-        if identity.name not in self._moved:
-            moved = loaded.sources.moved(identity)
-            self._moved[identity.name] = moved
-            if moved is not None:
-                self._problem(
-                    f"serving {identity.name} from the entries of {moved.name}: the same kernel (its source "
-                    "digest matches) in a module renamed since it was tuned"
-                )
-        moved = self._moved[identity.name]
-        return identity if moved is None else dataclasses.replace(moved, param_names=identity.param_names)
 
     def record(
         self, measured: Measured, compiled: Callable[[model.Config], Compiled] | None = None
@@ -187,6 +173,26 @@ class Registry:
         self.flush()  # the counts include the overlay writes of what was tuned so far
         changed = self.notices.changed_kernels
         return summaries.summary(loaded, self.stats, changed, self.host_modules, self.problems)
+
+
+def _stored_as(
+    identity: model.KernelIdentity,
+    loaded: Loaded,
+    moved_to: dict[str, model.KernelIdentity | None],
+    problem: Callable[[str], None],
+) -> model.KernelIdentity:
+    """The identity the bundles hold this kernel under: its own, or, where its module was renamed since it
+    was tuned, the old name's (said once per kernel; `moved_to` keeps what was found per kernel name)."""
+    if identity.name not in moved_to:
+        moved = loaded.sources.moved(identity)
+        moved_to[identity.name] = moved
+        if moved is not None:
+            problem(
+                f"serving {identity.name} from the entries of {moved.name}: the same kernel (its source "
+                "digest matches) in a module renamed since it was tuned"
+            )
+    moved = moved_to[identity.name]
+    return identity if moved is None else dataclasses.replace(moved, param_names=identity.param_names)
 
 
 def report_at_exit(registry: Registry, loaded: Loaded) -> None:
