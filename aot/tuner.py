@@ -33,7 +33,7 @@ from tuned_kernels.aot.work import (
 from tuned_kernels import model, search
 from tuned_kernels.decision import KEPT_TIMINGS
 from tuned_kernels.triton_edge.benchmarker import Benchmarker, windowed
-from tuned_kernels.triton_edge.compile import artifact_of, is_compiled_kernel, warmup
+from tuned_kernels.triton_edge.compile import artifact_of, is_compiled_kernel, resident_programs, warmup
 from tuned_kernels.triton_edge.keys import config_from_triton, kernel_identity
 from tuned_kernels.triton_edge.launch import LaunchesAnother, config_space, forced_config, probe_key
 from tuned_kernels.triton_edge.measuring import submit_compiles
@@ -61,8 +61,6 @@ class Tuner:
         self.on_progress = on_progress
         self.blobs = blobs if blobs is not None else {}  # artifact file contents, shared with the writer
         self.times = TuneTimes()
-
-    # -- one case -----------------------------------------------------------------------------------
 
     def key_of(self, item: WorkItem) -> Probed:
         inputs = item.family.make_inputs(item.case, self.device, self.generator(0))
@@ -135,7 +133,7 @@ class Tuner:
             kernel=kernel_identity(kernel),
             key=key,
             best=best,
-            timings=tuple(model.Timing(c, t) for t, _, c in kept_timings),
+            timings=_timings(self.target, kernel, named, kept_timings),
             rejected=tuple(sorted(rejected, key=lambda r: repr(r.config))),  # not in compile-finish order
             found_by=found_by,
             configs_benchmarked=len(measured),
@@ -262,3 +260,17 @@ def searched(
         seeds = seeds_for(tuner.target, family.name, case, key, space, earlier)
         return search.seeded(space, seeds, measure), model.FoundBy.SEEDED
     return search.exhaustive(tuner.compiled_first(space, compiling), measure), model.FoundBy.EXHAUSTIVE
+
+
+def _timings(
+    target: model.Target,
+    kernel: Any,
+    named: dict[str, Any],
+    ranked: Sequence[tuple[float, str, model.Config]],
+) -> tuple[model.Timing, ...]:
+    """The kept (time, _, config)s, each with how many programs of its compiled kernel a multiprocessor
+    held (a GPU's compiled kernels only): what a prediction for another key weighs its waves by."""
+    compiled = target.arch != "cpu" and is_compiled_kernel(kernel)
+    return tuple(
+        model.Timing(c, t, resident_programs(kernel, named, c) if compiled else 0) for t, _, c in ranked
+    )

@@ -89,7 +89,7 @@ def run_step(bench: Bench, step: str, args: argparse.Namespace) -> None:
     elif step == "dask":
         scaling.dask(bench, args.scaling_budget, args.dask_kernels.split(","))
     elif step == "predict":
-        predict.run(bench, [k for k in args.predict_kernels.split(",") if k])
+        predict.run(bench, [k for k in args.predict_kernels.split(",") if k], budget_s=args.predict_budget)
     elif step == "speedup":
         scaling.speedup(bench, args.speedup_runs.split(","))
     elif step in tune.MATMUL_TUNES:
@@ -126,6 +126,9 @@ def main() -> None:
         "--predict-kernels",
         default="",
         help="families of prediction_corpus.py to tune (predict; all if empty)",
+    )
+    parser.add_argument(
+        "--predict-budget", type=float, default=480.0, help="seconds at most for the predict step's tune"
     )
     parser.add_argument("--models", default="mlp,llama", help="torch.compile models (inductor)")
     parser.add_argument(

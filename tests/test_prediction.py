@@ -132,6 +132,23 @@ class TestTiling:
         guess = predict((1000, 4096), self.HELD, [rows(64), rows(128)], self.TILING)
         assert guess is not None and guess.config == rows(128)  # 2 waves and 4, as at 1024
 
+    def test_a_wave_holds_as_many_programs_as_the_tuned_entry_says_a_multiprocessor_held(self) -> None:
+        """Deeper pipelines take more shared memory: a multiprocessor that holds 3 programs of a config
+        runs M = 640's 10 programs of 64 rows in one wave of 12, where one that holds 2 runs two waves."""
+        assert (self.TILING.waves((640, 4096), rows(64), 3), self.TILING.waves((640, 4096), rows(64), 2)) == (
+            1,
+            2,
+        )
+        shallow, deep = rows(64), dataclasses.replace(rows(64), num_stages=4)
+        held = tuned(dataclasses.replace(
+            factories.entry(key=(512, 4096)),
+            best=deep,
+            timings=(model.Timing(deep, 1.0, resident=2), model.Timing(shallow, 1.15, resident=3)),
+        ))  # fmt: skip
+        # at 512 both run one wave (8 programs) and the deep one wins; at 640 it runs two, the shallow one
+        assert predict((512, 4096), held, [shallow, deep], self.TILING).config == deep  # type: ignore[union-attr]
+        assert predict((640, 4096), held, [shallow, deep], self.TILING).config == shallow  # type: ignore[union-attr]
+
     def test_a_reduction_an_untiled_size_or_an_unknown_gpu_gives_no_waves(self) -> None:
         assert self.TILING.waves((640, 4096), rows(64)) == 3
         assert Tiling(("M", "K"), 0).waves((640, 4096), rows(64)) is None  # no processor count

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import os
 import shutil
 import subprocess
@@ -17,7 +18,7 @@ from tests import factories
 from tuned_kernels import model
 from tuned_kernels.cli import main
 from tuned_kernels.errors import ResultsFormatError
-from tuned_kernels.results import open_results, read_results, write_results
+from tuned_kernels.results import codec, open_results, read_results, write_results
 from tuned_kernels.results.files import decode_results, encode_results
 from tuned_kernels.results.formats import format_for
 
@@ -212,6 +213,19 @@ entries = st.builds(
 def test_round_trip_property(items: list[model.Entry], ext: str) -> None:
     original = factories.results(*{e.slot: e for e in items}.values())
     assert decode_results(encode_results(original, f"x{ext}"), f"x{ext}") == original
+
+
+@pytest.mark.parametrize("ext", EXTENSIONS)
+def test_how_many_programs_a_multiprocessor_held_travels_with_each_timing(ext: str) -> None:
+    timed = factories.entry()
+    timed = dataclasses.replace(
+        timed, timings=tuple(dataclasses.replace(t, resident=3) for t in timed.timings)
+    )
+    original = factories.results(timed)
+    assert decode_results(encode_results(original, f"x{ext}"), f"x{ext}") == original
+    text = encode_results(original, "x.textproto").decode().replace("resident: 3", f"resident: {2**32 - 1}")
+    read = decode_results(text.encode(), "x.textproto")  # a figure, read as at most a thread each
+    assert {t.resident for t in read.entries[0].timings} == {codec.MAX_RESIDENT}
 
 
 @pytest.mark.parametrize("ext", [".pb.zst", ".textproto"])

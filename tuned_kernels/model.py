@@ -120,6 +120,7 @@ class Config:
 class Timing:
     config: Config
     time_ms: float
+    resident: int = 0  # programs of this config one multiprocessor held at once (0: not known)
 
 
 @dataclass(frozen=True)

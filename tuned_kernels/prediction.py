@@ -11,10 +11,11 @@ neighbour of that kind the prediction is the nearest key's config.
 
 Where the kernel's tiling is known (`Tiling`: its key's names and the GPU's multiprocessors), a
 neighbour's times are first carried to the unseen key by the waves of programs each config launches at
-either: a matmul tile of 128 rows covers M = 512 in 4 programs and M = 640 in 5, so on a GPU of 132
-multiprocessors and 32 column tiles that config runs one wave at 512 and two at 640, where a tile of 64
-rows runs two and three. Which config wins between two tuned keys follows from that more than from either
-key's winner.
+either, a wave being as many programs as the multiprocessors hold at once (as many as the tuned entry
+says a multiprocessor held of that config, else one each). A matmul tile of 128 rows covers M = 512 in 4
+programs and M = 640 in 5, so on a GPU of 132 multiprocessors and 32 column tiles that config runs one wave
+at 512 and two at 640, where a tile of 64 rows runs two and three. Which config wins between two tuned keys
+follows from that more than from either key's winner.
 """
 
 from __future__ import annotations
@@ -44,14 +45,14 @@ class Prediction:
 @dataclass(frozen=True)
 class Tiling:
     """How a kernel splits its key's sizes into programs: a key element named D (not a reduction) is cut
-    into blocks by a config parameter BLOCK_D, BLOCK_SIZE_D or BD; the programs run in waves of one per
-    multiprocessor."""
+    into blocks by a config parameter BLOCK_D, BLOCK_SIZE_D or BD; the programs run in waves of as many as
+    the multiprocessors hold."""
 
     names: tuple[str, ...]  # the key's elements' names (the autotuner's key arguments), in order
     processors: int  # the GPU's multiprocessors
 
-    def waves(self, key: model.TuningKey, config: model.Config) -> int | None:
-        """None where no key size is tiled by this config."""
+    def waves(self, key: model.TuningKey, config: model.Config, resident: int = 1) -> int | None:
+        """None where no key size is tiled by this config (`resident`: programs a multiprocessor holds)."""
         params = dict(config.kwargs)
         programs, tiled = 1, False
         for name, size in zip(self.names, key, strict=False):
@@ -60,7 +61,8 @@ class Tiling:
             block = next((params[b.format(name)] for b in BLOCK_NAMES if b.format(name) in params), None)
             if isinstance(block, int) and not isinstance(block, bool) and block > 0:
                 programs, tiled = programs * -(-max(size, 1) // block), True
-        return -(-programs // self.processors) if tiled and self.processors > 0 else None
+        at_once = self.processors * max(resident, 1)
+        return -(-programs // at_once) if tiled and self.processors > 0 else None
 
 
 def predict(
@@ -83,7 +85,7 @@ def predict(
     informed = False  # some allowed config was timed (or won) at a neighbour: else nothing to go on
     for distance, _, k in near:
         weight = _NEAR / (_NEAR + distance - floor)
-        regrets = _regrets(tuned[k][0], _carried(tiling, key, k))
+        regrets = _regrets(tuned[k][0], _carried(tiling, key, tuned[k][0]))
         untimed = max((r for r in regrets.values() if math.isfinite(r)), default=0.0) + UNTIMED_PENALTY
         for config in list(totals):
             regret = regrets.get(config, untimed)
@@ -100,15 +102,17 @@ def predict(
 
 
 def _carried(
-    tiling: Tiling | None, key: model.TuningKey, tuned: model.TuningKey
+    tiling: Tiling | None, key: model.TuningKey, tuned: model.Entry
 ) -> Callable[[model.Config], float]:
-    """A config's time at `tuned` over its time at `key`, as the waves of programs it runs at each say (1
-    where the tiling is unknown)."""
+    """A config's time at `key` over its time at the `tuned` entry's, as the waves of programs it runs at
+    each say (1 where the tiling is unknown); as many of its programs held at once at both."""
+    resident = {t.config: t.resident for t in tuned.timings}
 
     def factor(config: model.Config) -> float:
         if tiling is None:
             return 1.0
-        here, there = tiling.waves(key, config), tiling.waves(tuned, config)
+        held = resident.get(config, 0)
+        here, there = tiling.waves(key, config, held), tiling.waves(tuned.key, config, held)
         return here / there if here and there else 1.0
 
     return factor

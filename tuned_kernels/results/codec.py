@@ -24,6 +24,7 @@ _GPU_TARGET = whole(r"(cuda|hip|cpu):[A-Za-z0-9_]+:\d+")
 # braces or semicolons, so nothing a bundle says can reach generated launcher code as code
 _HOST_TYPE = whole(r"[A-Za-z0-9_*\[\], <>.#=-]{1,200}")
 MAX_HOST_ARGS = 512
+MAX_RESIDENT = 2048  # programs one multiprocessor holds: a thread each at most
 
 _PRODUCERS = {
     model.Producer.TUNE: pb.PRODUCER_TUNE,
@@ -131,7 +132,9 @@ def _entry_to_pb(entry: model.Entry, kernel: int, configs: dict[model.Config, in
         kernel=kernel,
         key=[scalar_to_pb(v) for v in entry.key],
         best=configs[entry.best],
-        timings=[pb.Timing(config=configs[t.config], time_ms=t.time_ms) for t in entry.timings],
+        timings=[
+            pb.Timing(config=configs[t.config], time_ms=t.time_ms, resident=t.resident) for t in entry.timings
+        ],
         rejected=[pb.Rejection(config=configs[r.config], reason=r.reason) for r in entry.rejected],
         found_by=_FOUND_BY[entry.found_by],
         configs_benchmarked=entry.configs_benchmarked,
@@ -241,6 +244,7 @@ def entry_from_pb(msg: pb.Entry, tables: Tables, field: str) -> model.Entry:
             model.Timing(
                 tables.config(t.config, f"{field}.timings[{i}].config"),
                 _time_from_pb(t.time_ms, f"{field}.timings[{i}].time_ms"),
+                min(t.resident, MAX_RESIDENT),  # a figure, never a count to allocate by
             )
             for i, t in enumerate(msg.timings)
         ),

@@ -144,12 +144,14 @@ class Config(_message.Message):
     def __init__(self, kwargs: _Optional[_Iterable[_Union[Kwarg, _Mapping]]] = ..., num_warps: _Optional[int] = ..., num_stages: _Optional[int] = ..., num_ctas: _Optional[int] = ..., maxnreg: _Optional[int] = ...) -> None: ...
 
 class Timing(_message.Message):
-    __slots__ = ("config", "time_ms")
+    __slots__ = ("config", "time_ms", "resident")
     CONFIG_FIELD_NUMBER: _ClassVar[int]
     TIME_MS_FIELD_NUMBER: _ClassVar[int]
+    RESIDENT_FIELD_NUMBER: _ClassVar[int]
     config: int
     time_ms: float
-    def __init__(self, config: _Optional[int] = ..., time_ms: _Optional[float] = ...) -> None: ...
+    resident: int
+    def __init__(self, config: _Optional[int] = ..., time_ms: _Optional[float] = ..., resident: _Optional[int] = ...) -> None: ...
 
 class Rejection(_message.Message):
     __slots__ = ("config", "reason")

@@ -14,7 +14,7 @@ import dataclasses
 from collections.abc import Iterator, Mapping
 from typing import Any
 
-from tuned_kernels import model
+from tuned_kernels import model, residency
 from tuned_kernels.triton_edge.cache_manager import compiled_kernel, host_signature
 from tuned_kernels.triton_edge.keys import config_from_triton, config_to_triton, jit_function
 
@@ -46,6 +46,26 @@ def warmup(autotuner: Any, named_args: Mapping[str, Any], config: model.Config) 
             kwargs[name] = heuristic(kwargs)
         fn = fn.fn
     return fn.warmup(grid=(1,), **kwargs)
+
+
+def resident_programs(autotuner: Any, named_args: Mapping[str, Any], config: model.Config) -> int:
+    """Programs of `config`'s compiled kernel that one multiprocessor of this GPU holds at once, from its
+    registers, shared memory and warps (0: not known: no GPU, a kernel that does not compile here, a
+    Triton or torch that does not say)."""
+    try:
+        import torch
+
+        kernel = warmup(autotuner, named_args, config)
+        kernel._init_handles()  # loads the module: its register count is known from then on
+        props = torch.cuda.get_device_properties(torch.cuda.current_device())
+        mp = residency.Multiprocessor(
+            threads=props.max_threads_per_multi_processor,
+            registers=getattr(props, "regs_per_multiprocessor", 65536),  # every NVIDIA GPU since Kepler
+            shared_bytes=props.shared_memory_per_multiprocessor,
+        )
+        return residency.resident(mp, kernel.metadata.num_warps, kernel.n_regs, kernel.metadata.shared)
+    except Exception:  # a figure for predictions only: none is as good as a wrong one
+        return 0
 
 
 def _own_copy(value: Any) -> Any:
