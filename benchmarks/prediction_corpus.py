@@ -23,6 +23,8 @@ from tuned_kernels.aot.kernels.builtin import CORPUS as BUILTIN
 TRAIN_M = (64, 128, 256, 512, 1024, 2048, 4096, 8192)
 HELD_OUT_M = (32, 48, 80, 96, 160, 200, 300, 384, 640, 700,
               1000, 1536, 2500, 3000, 3072, 5000, 6144, 10000, 12288, 16384)  # fmt: skip
+# where the built-in matmul's op launches its copy-engine kernel (Hopper), M = 32 and 48 run another: two more
+HELD_OUT_M_MORE = (120, 4608)
 # and, for the row kernels, a few widths not divisible by 16, which Triton compiles otherwise (its loads are
 # not known aligned), so a bundle holds keys of both kinds (the matmul keys: powers of two alone)
 TRAIN_N = (256, 512, 1024, 2048, 4096, 8192, 16384, 1000, 3000, 7000, 13000)
@@ -40,8 +42,9 @@ def training(kernel: str, key: tuple[Any, ...]) -> bool:
     return key[0] in (TRAIN_N if any(k in kernel for k in ROW_KERNELS) else TRAIN_M)
 
 
-def _matmul_cases(nk: tuple[tuple[int, int], ...], **extra: str) -> list[Case]:
-    return [Case.of(M=m, N=n, K=k, dtype="float16", **extra) for n, k in nk for m in (*TRAIN_M, *HELD_OUT_M)]
+def _matmul_cases(nk: tuple[tuple[int, int], ...], more: tuple[int, ...] = (), **extra: str) -> list[Case]:
+    ms = (*TRAIN_M, *HELD_OUT_M, *more)
+    return [Case.of(M=m, N=n, K=k, dtype="float16", **extra) for n, k in nk for m in ms]
 
 
 def _tutorial_inputs(case: Case, device: Any, gen: Any) -> dict[str, Any]:
@@ -98,7 +101,9 @@ def _families() -> list[KernelFamily]:
     by_name = {f.name: f for f in BUILTIN}
     rows = [Case.of(rows=4096, N=n, dtype="float16") for n in (*TRAIN_N, *HELD_OUT_N)]
     return [
-        dataclasses.replace(by_name[matmul], shapes={"full": _matmul_cases(NK)}),
+        dataclasses.replace(
+            by_name[matmul], shapes={"full": _matmul_cases(NK, HELD_OUT_M_MORE if hopper else ())}
+        ),
         dataclasses.replace(
             by_name["matmul_bias_act"],
             shapes={"full": _matmul_cases(((14336, 4096),), act="silu")},
