@@ -156,6 +156,29 @@ class TestTiling:
         assert Tiling(("N",), 4).waves((640,), factories.config(64)) is None  # BLOCK: not named for N
 
 
+def test_the_registry_tiles_a_prediction_by_the_key_names_and_this_gpus_multiprocessors(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    from tuned_kernels.registry import runtime
+    from tuned_kernels.registry.loading import Loaded
+
+    from tuned_kernels.decision import Decision
+
+    tilings: list[Tiling | None] = []
+
+    def decide(*args: object) -> Decision:
+        tilings.append(args[6])  # type: ignore[arg-type]
+        return Decision("miss")
+
+    monkeypatch.setattr(runtime, "decide", decide)
+    registry = runtime.Registry()
+    registry._loaded = Loaded(target=factories.H100)  # 132 multiprocessors
+    registry.decide(
+        factories.entry().kernel, (640, 4096), lambda _: True, counted=False, key_names=["M", "K"]
+    )
+    assert tilings == [Tiling(("M", "K"), 132)]
+
+
 def test_the_triton_edge_tells_the_resolver_its_kernels_key_names() -> None:
     """What a prediction tiles by: the autotuner's key arguments, in order."""
     pruned = factories.script_module(Path(PRUNED))

@@ -23,3 +23,22 @@ def test_registers_threads_and_the_programs_limit_bound_the_rest() -> None:
 def test_a_missing_figure_says_not_known() -> None:
     assert resident(HOPPER, warps=4, registers_per_thread=0, shared_bytes=1024) == 0
     assert resident(HOPPER, warps=0, registers_per_thread=32, shared_bytes=1024) == 0
+
+
+def test_a_measured_miss_keeps_how_many_programs_each_timed_config_held() -> None:
+    """What a capture records from a program's misses, as `tune` records it: a bundle made either way
+    predicts other keys by the same waves."""
+    from tests import factories
+    from tuned_kernels.decision import Decision, Measured, measured_entry
+
+    small, large = factories.config(64), factories.config(128)
+    measured = Measured(
+        factories.entry().kernel,
+        (640, 4096),
+        Decision("miss"),
+        {small: 1.0, large: 1.2},
+        resident={small: 3, large: 2},
+    )
+    entry = measured_entry(measured)
+    assert entry is not None
+    assert [(t.config, t.resident) for t in entry.timings] == [(small, 3), (large, 2)]

@@ -62,6 +62,7 @@ class Measured:
     seconds: float = 0.0
     chosen: model.Config | None = None
     screened: int = 0  # candidates timed only briefly, then left out as losers (not in `timings`)
+    resident: Mapping[model.Config, int] = field(default_factory=dict)  # programs a multiprocessor held
 
     @property
     def benchmarked(self) -> int:
@@ -199,7 +200,7 @@ def measured_entry(measured: Measured, found_by: model.FoundBy = model.FoundBy.O
         kernel=measured.identity,
         key=measured.key,
         best=best,
-        timings=tuple(model.Timing(c, float(t)) for t, _, c in kept),
+        timings=tuple(model.Timing(c, float(t), measured.resident.get(c, 0)) for t, _, c in kept),
         found_by=model.FoundBy.SEEDED if measured.decision.kind == "seed" else found_by,
         configs_benchmarked=measured.benchmarked,
     )

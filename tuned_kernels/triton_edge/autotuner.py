@@ -28,7 +28,7 @@ from tuned_kernels.resolving import Compiled
 from tuned_kernels.search import contenders
 from tuned_kernels.triton_edge import cache_manager, measuring, shapes
 from tuned_kernels.triton_edge.benchmarker import WallClockBenchmarker
-from tuned_kernels.triton_edge.compile import artifact_of, warmup
+from tuned_kernels.triton_edge.compile import artifact_of, is_compiled_kernel, resident_programs, warmup
 from tuned_kernels.triton_edge.interpreter import defined_before_interpreting, interpret_instead, interpreting
 from tuned_kernels.triton_edge.keys import (
     autotuner_class,
@@ -120,7 +120,11 @@ def _measured(
     named = {**autotuner.nargs, **kwargs}
     started = time.perf_counter()
     timings, screened = _timings(autotuner, space, tried, named, kwargs)
-    measured = Measured(identity, key, decision, timings, time.perf_counter() - started, screened=screened)
+    seconds = time.perf_counter() - started
+    ran = [c for c, t in timings.items() if t != float("inf")]  # what a bundle made of it predicts by
+    compiled = not interpreting() and is_compiled_kernel(autotuner)
+    resident = {c: resident_programs(autotuner, named, c) for c in ran} if compiled else {}
+    measured = Measured(identity, key, decision, timings, seconds, screened=screened, resident=resident)
     kept = resolver.record(
         measured, None if interpreting() else functools.partial(_compiled, autotuner, named)
     )
