@@ -10,6 +10,7 @@ from collections.abc import Callable, Iterable, Sequence
 from tuned_kernels import model
 from tuned_kernels.decision import Decision, Measured, measured_entry
 from tuned_kernels.errors import warn
+from tuned_kernels.prediction import Tiling
 from tuned_kernels.resolving import Compiled
 
 
@@ -24,7 +25,7 @@ class TunedAnswers:
         fits: Callable[[model.Config], bool],
         counted: bool = True,  # the tuner counts nothing
         kept: Callable[[], Sequence[model.Config]] | None = None,  # nothing predicted: every miss is tuned
-        key_names: Sequence[str] = (),
+        tiling: Tiling | None = None,
     ) -> Decision:
         entry = self.entries.get(model.slot_of(identity, key))
         if entry is not None and fits(entry.best):
@@ -66,9 +67,9 @@ class SearchedAnswers(TunedAnswers):
         fits: Callable[[model.Config], bool],
         counted: bool = True,
         kept: Callable[[], Sequence[model.Config]] | None = None,
-        key_names: Sequence[str] = (),
+        tiling: Tiling | None = None,
     ) -> Decision:
-        decision = super().decide(identity, key, fits, counted, kept, key_names)
+        decision = super().decide(identity, key, fits, counted, kept, tiling)
         if decision.served:
             self.answered += 1
             return decision

@@ -22,16 +22,16 @@ from pathlib import Path
 from typing import Any
 
 sys.path.insert(0, str(Path(__file__).parent))
-from steps.predict import corpus_module, kernel_configs, key_names, readout
+from steps.predict import corpus_module, kernel_configs, readout, tilings
 
 
 def reread(tuned: list[Path], environment: dict[str, Any]) -> dict[str, Any]:
     """One report of the tuned files, read out by this checkout's prediction."""
     corpus = corpus_module()
-    firsts, names = kernel_configs(corpus, every_gpu=True), key_names(corpus, every_gpu=True)
+    firsts, tiled = kernel_configs(corpus, every_gpu=True), tilings(corpus, every_gpu=True)
     kernels: dict[str, Any] = {}
     for path in tuned:
-        kernels |= readout(path, corpus.training, firsts, names)
+        kernels |= readout(path, corpus.training, firsts, tiled)
     commit = subprocess.run(
         ["git", "rev-parse", "--short", "HEAD"],
         capture_output=True,
@@ -48,7 +48,7 @@ def each_part(tuned: list[Path]) -> list[str]:
     from tuned_kernels.results import read_results, write_results
 
     corpus = corpus_module()
-    firsts, names = kernel_configs(corpus, every_gpu=True), key_names(corpus, every_gpu=True)
+    firsts, tiled = kernel_configs(corpus, every_gpu=True), tilings(corpus, every_gpu=True)
     lines = []
     for path in tuned:
         results = read_results(path)
@@ -63,8 +63,8 @@ def each_part(tuned: list[Path]) -> list[str]:
             write_results(Path(tmp) / path.name, alone)
             parts = {
                 "no waves": readout(Path(tmp) / path.name, corpus.training, firsts, {}),
-                "waves, one program each": readout(Path(tmp) / path.name, corpus.training, firsts, names),
-                "as committed": readout(path, corpus.training, firsts, names),
+                "waves, one program each": readout(Path(tmp) / path.name, corpus.training, firsts, tiled),
+                "as committed": readout(path, corpus.training, firsts, tiled),
             }
         for name in parts["as committed"]:
             said = (f"{part} {k[name]['predicted']['geomean']:.3f} / {k[name]['predicted']['worst']:.3f}"

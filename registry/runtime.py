@@ -74,13 +74,14 @@ class Registry:
         fits: Callable[[model.Config], bool],
         counted: bool = True,
         kept: Callable[[], Sequence[model.Config]] | None = None,
-        key_names: Sequence[str] = (),
+        tiling: Tiling | None = None,
     ) -> Decision:
         loaded = self.load()
         decision = Decision("miss")
         if loaded.target is not None:
             stored_as = _stored_as(identity, loaded, self._moved, self._problem)
-            tiling = Tiling(tuple(key_names), loaded.target.multiprocessor_count)  # no names: no waves
+            if tiling is not None:  # on this GPU's multiprocessors
+                tiling = dataclasses.replace(tiling, processors=loaded.target.multiprocessor_count)
             decision = decide(stored_as, key, fits, loaded.sources, self.settings.policy, kept, tiling)
             if decision.new_prediction and counted:  # kept untimed: served at once later, tuned on request
                 self._keep(model.Entry(stored_as, key, decision.configs[0], found_by=model.FoundBy.PREDICTED))

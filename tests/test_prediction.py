@@ -149,6 +149,19 @@ class TestTiling:
         assert predict((512, 4096), held, [shallow, deep], self.TILING).config == deep  # type: ignore[union-attr]
         assert predict((640, 4096), held, [shallow, deep], self.TILING).config == shallow  # type: ignore[union-attr]
 
+    def test_a_neighbour_whose_configs_the_tiling_does_not_all_cover_is_carried_for_none(self) -> None:
+        """Twice the waves for the tiled config alone would hand the key to the one no waves are known for."""
+        other = factories.config(64)  # tiles by BLOCK, which names no key size
+        held = tuned(
+            dataclasses.replace(
+                factories.entry(key=(512, 4096)),
+                best=rows(64),
+                timings=(model.Timing(rows(64), 1.0), model.Timing(other, 1.1)),
+            )
+        )
+        guess = predict((1024, 4096), held, [rows(64), other], self.TILING)
+        assert guess is not None and guess.config == rows(64)
+
     def test_a_reduction_an_untiled_size_or_an_unknown_gpu_gives_no_waves(self) -> None:
         assert self.TILING.waves((640, 4096), rows(64)) == 3
         assert Tiling(("M", "K"), 0).waves((640, 4096), rows(64)) is None  # no processor count
@@ -156,7 +169,7 @@ class TestTiling:
         assert Tiling(("N",), 4).waves((640,), factories.config(64)) is None  # BLOCK: not named for N
 
 
-def test_the_registry_tiles_a_prediction_by_the_key_names_and_this_gpus_multiprocessors(
+def test_the_registry_tiles_a_prediction_on_this_gpus_multiprocessors(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
     from tuned_kernels.registry import runtime
@@ -166,38 +179,54 @@ def test_the_registry_tiles_a_prediction_by_the_key_names_and_this_gpus_multipro
 
     tilings: list[Tiling | None] = []
 
-    def decide(*args: object) -> Decision:
-        tilings.append(args[6])  # type: ignore[arg-type]
+    def decide(*args: object, **kwargs: object) -> Decision:
+        tilings.append(kwargs.get("tiling", args[6] if len(args) > 6 else None))  # type: ignore[arg-type]
         return Decision("miss")
 
     monkeypatch.setattr(runtime, "decide", decide)
     registry = runtime.Registry()
     registry._loaded = Loaded(target=factories.H100)  # 132 multiprocessors
-    registry.decide(
-        factories.entry().kernel, (640, 4096), lambda _: True, counted=False, key_names=["M", "K"]
-    )
-    assert tilings == [Tiling(("M", "K"), 132)]
+    asked = Tiling(("M", "K"), 0, persistent=True)
+    registry.decide(factories.entry().kernel, (640, 4096), lambda _: True, counted=False, tiling=asked)
+    assert tilings == [Tiling(("M", "K"), 132, persistent=True)]
 
 
-def test_the_triton_edge_tells_the_resolver_its_kernels_key_names() -> None:
-    """What a prediction tiles by: the autotuner's key arguments, in order."""
+def test_the_triton_edge_tells_the_resolver_how_its_kernel_tiles_its_key() -> None:
+    """What a prediction tiles by: the autotuner's key arguments, in order, and whether it loops."""
     pruned = factories.script_module(Path(PRUNED))
 
     from tuned_kernels import resolving
     from tuned_kernels.decision import Decision
     from tuned_kernels.triton_edge import autotuner
 
-    asked: list[list[str]] = []
+    asked: list[Tiling | None] = []
 
     class Recording:
-        def decide(self, *_: object, key_names: list[str] = (), **__: object) -> Decision:
-            asked.append(list(key_names))
+        def decide(self, *_: object, tiling: Tiling | None = None, **__: object) -> Decision:
+            asked.append(tiling)
             return Decision("hit", (factories.config(16, warps=1),))
 
     x = torch.arange(64.0)
     with autotuner.patched(), resolving.installed(Recording()):  # type: ignore[arg-type]
         assert torch.equal(pruned.add_one(x, torch.empty_like(x)), x + 1)
-    assert asked == [["n"]]
+    assert asked == [Tiling(("n",), 0, persistent=False)]
+
+
+def test_a_key_argument_left_to_its_default_names_no_element_of_the_key() -> None:
+    """Triton's key leaves out a key argument the launch does not pass: the names after it move up."""
+    from types import SimpleNamespace
+
+    from tuned_kernels.triton_edge.keys import key_names, tuning_key
+
+    kernel = SimpleNamespace(arg_names=["a", "M", "N", "K"], keys=["M", "N", "K"])
+    named = {"a": 0, "N": 4096, "K": 512}  # M defaulted
+    assert (key_names(kernel, named), tuning_key(kernel, named)) == (["N", "K"], (4096, 512))
+
+
+def test_a_kernel_that_loops_over_its_tiles_holds_one_program_per_multiprocessor_in_a_wave() -> None:
+    """A grid-stride kernel launches a program per multiprocessor whatever the residency allows."""
+    looping = Tiling(("M", "K"), processors=4, persistent=True)
+    assert looping.waves((640, 4096), rows(64), resident=3) == 3  # 10 programs' tiles, 4 at a time
 
 
 PROGRAM = """

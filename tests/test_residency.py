@@ -42,3 +42,24 @@ def test_a_measured_miss_keeps_how_many_programs_each_timed_config_held() -> Non
     entry = measured_entry(measured)
     assert entry is not None
     assert [(t.config, t.resident) for t in entry.timings] == [(small, 3), (large, 2)]
+
+
+def test_gpus_that_hold_fewer_programs_say_so_by_their_compute_capability() -> None:
+    ada = Multiprocessor.of((8, 9), threads=1536, registers=65536, shared_bytes=102400)
+    assert (ada.programs, Multiprocessor.of((9, 0), 2048, 65536, 233472).programs) == (24, 32)
+    assert resident(ada, warps=1, registers_per_thread=16, shared_bytes=0) == 24
+
+
+def test_an_interpreted_kernel_has_no_residency() -> None:
+    """On the CPU (Triton's interpreter) nothing is compiled: not known, never a guess."""
+    from pathlib import Path
+
+    from tests import factories
+    from tuned_kernels.triton_edge.compile import resident_programs
+
+    pruned = factories.script_module(Path(__file__).parent / "corpora" / "pruned.py")
+    import torch
+
+    x = torch.arange(64.0)
+    named = {"x_ptr": x, "y_ptr": torch.empty_like(x), "n": 64}
+    assert resident_programs(pruned.add_one_kernel, named, factories.config(16, warps=1)) == 0

@@ -49,10 +49,12 @@ class Tiling:
     the multiprocessors hold."""
 
     names: tuple[str, ...]  # the key's elements' names (the autotuner's key arguments), in order
-    processors: int  # the GPU's multiprocessors
+    processors: int  # the GPU's multiprocessors (0: not known)
+    persistent: bool = False  # a program per multiprocessor loops over the tiles: one resident at a time
 
     def waves(self, key: model.TuningKey, config: model.Config, resident: int = 1) -> int | None:
-        """None where no key size is tiled by this config (`resident`: programs a multiprocessor holds)."""
+        """None where no key size is tiled by this config or the GPU is not known (`resident`: programs of
+        it a multiprocessor holds)."""
         params = dict(config.kwargs)
         programs, tiled = 1, False
         for name, size in zip(self.names, key, strict=False):
@@ -61,7 +63,7 @@ class Tiling:
             block = next((params[b.format(name)] for b in BLOCK_NAMES if b.format(name) in params), None)
             if isinstance(block, int) and not isinstance(block, bool) and block > 0:
                 programs, tiled = programs * -(-max(size, 1) // block), True
-        at_once = self.processors * max(resident, 1)
+        at_once = self.processors * (1 if self.persistent else max(resident, 1))
         return -(-programs // at_once) if tiled and self.processors > 0 else None
 
 
@@ -105,17 +107,18 @@ def _carried(
     tiling: Tiling | None, key: model.TuningKey, tuned: model.Entry
 ) -> Callable[[model.Config], float]:
     """A config's time at `key` over its time at the `tuned` entry's, as the waves of programs it runs at
-    each say (1 where the tiling is unknown); as many of its programs held at once at both."""
-    resident = {t.config: t.resident for t in tuned.timings}
-
-    def factor(config: model.Config) -> float:
-        if tiling is None:
-            return 1.0
-        held = resident.get(config, 0)
+    each say, as many of its programs held at once at both (1 for every config where the tiling is not
+    known or does not cover every config the entry timed: carrying some and not others would favour them)."""
+    if tiling is None:
+        return lambda _: 1.0
+    factors: dict[model.Config, float] = {}
+    for config, held in {t.config: t.resident for t in tuned.timings}.items():
         here, there = tiling.waves(key, config, held), tiling.waves(tuned.key, config, held)
-        return here / there if here and there else 1.0
-
-    return factor
+        if here is None or there is None:  # a config this tiling does not cover: none carried, not some
+            factors = {}
+            break
+        factors[config] = here / there
+    return lambda config: factors.get(config, 1.0)
 
 
 def _regrets(

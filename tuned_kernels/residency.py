@@ -11,6 +11,8 @@ from dataclasses import dataclass
 
 RESERVED_SHARED_BYTES = 1024  # the driver's own shared memory per program (compute capability 8.0 on)
 WARP = 32
+# resident programs (thread blocks) per multiprocessor at most, by compute capability: 32 elsewhere
+FEWER_PROGRAMS = {(7, 5): 16, (8, 6): 16, (8, 7): 16, (8, 9): 24}
 
 
 @dataclass(frozen=True)
@@ -19,6 +21,10 @@ class Multiprocessor:
     registers: int  # 32-bit registers
     shared_bytes: int  # shared memory
     programs: int = 32  # resident programs (thread blocks) at most
+
+    @staticmethod
+    def of(capability: tuple[int, int], threads: int, registers: int, shared_bytes: int) -> Multiprocessor:
+        return Multiprocessor(threads, registers, shared_bytes, FEWER_PROGRAMS.get(capability, 32))
 
 
 def resident(mp: Multiprocessor, warps: int, registers_per_thread: int, shared_bytes: int) -> int:

@@ -20,6 +20,7 @@ from typing import Protocol
 
 from tuned_kernels import model
 from tuned_kernels.decision import Decision, Measured
+from tuned_kernels.prediction import Tiling
 
 __all__ = ["Compiled", "Measured", "Resolver", "current", "install", "installed"]
 
@@ -34,13 +35,14 @@ class Resolver(Protocol):
         fits: Callable[[model.Config], bool],
         counted: bool = True,
         kept: Callable[[], Sequence[model.Config]] | None = None,
-        key_names: Sequence[str] = (),
+        tiling: Tiling | None = None,
     ) -> Decision:
         """The stored config to launch with, or the miss to measure (then handed to `record`). `fits` says
         which configs the caller offers; `counted=False` for a decision that is part of one already counted
         (the fusions into a GEMM that was served); `kept`, the configs the kernel's own pruning keeps for
         this key, where a miss may be served a predicted config (none given: a miss is measured);
-        `key_names`, the names of the key's elements, which tell a prediction how the kernel tiles them."""
+        `tiling`, how the kernel tiles its key's sizes into programs (the GPU's multiprocessors left to the
+        resolver), which a prediction weighs its neighbours by."""
         ...
 
     def record(

@@ -35,7 +35,7 @@ def run(bench: Bench, kernels: list[str], corpus: str = PREDICTION_CORPUS, budge
     bench.report["predict"] = {
         "tune_wall_s": wall,
         "tune": json.loads(text),
-        "kernels": readout(output, module.training, kernel_configs(module), key_names(module)),
+        "kernels": readout(output, module.training, kernel_configs(module), tilings(module)),
     }
 
 
@@ -65,23 +65,29 @@ def _families(corpus: Any, every_gpu: bool) -> list[Any]:
     return families
 
 
-def key_names(corpus: Any, every_gpu: bool = False) -> dict[str, tuple[str, ...]]:
-    """Each corpus kernel's key's names (its autotuner's key arguments): its tiling, with the GPU's
-    multiprocessors, as serving reads it."""
-    return {_name(f.kernel): tuple(f.kernel.keys) for f in _families(corpus, every_gpu)}
+def tilings(corpus: Any, every_gpu: bool = False) -> dict[str, Any]:
+    """Each corpus kernel's tiling as serving reads it (its key's names, whether it loops over its tiles;
+    the GPU's multiprocessors left to the tuned file's): the corpus launches pass every key argument."""
+    from tuned_kernels.prediction import Tiling
+    from tuned_kernels.triton_edge.keys import launches_persistent
+
+    families = _families(corpus, every_gpu)
+    return {_name(f.kernel): Tiling(tuple(f.kernel.keys), 0, launches_persistent(f.kernel)) for f in families}
 
 
 def readout(
     path: Path,
     training: Callable[[str, tuple[Any, ...]], bool],
     firsts: dict[str, list[model.Config]],
-    names: dict[str, tuple[str, ...]],
+    tilings: dict[str, Any],
 ) -> dict[str, Any]:
     """Per kernel: each held-out key's ratios (its winner's time over the config's) for the prediction, the
     nearest training key's winner and the first config kept, with their geomeans and worst. The prediction
-    knows the kernel's tiling where `names` has its key's names (the tuned file, its GPU's processors)."""
+    knows the kernel's tiling where `tilings` has it (on the tuned file's GPU's multiprocessors)."""
+    import dataclasses
+
     from tuned_kernels.nearest import nearest_key
-    from tuned_kernels.prediction import Tiling, predict
+    from tuned_kernels.prediction import predict
     from tuned_kernels.results import read_results
 
     results = read_results(path)
@@ -91,7 +97,8 @@ def readout(
     kernels = {}
     for name, entries in sorted(by_kernel.items()):
         tuned = {e.key: (e, str(path)) for e in entries if training(name, e.key)}
-        tiling = Tiling(names[name], results.header.target.multiprocessor_count) if name in names else None
+        processors = results.header.target.multiprocessor_count
+        tiling = dataclasses.replace(tilings[name], processors=processors) if name in tilings else None
         rows = []
         for held in (e for e in entries if not training(name, e.key)):
             times = {t.config: t.time_ms for t in held.timings}

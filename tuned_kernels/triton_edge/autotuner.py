@@ -24,6 +24,7 @@ from typing import Any
 from tuned_kernels import internals, model, resolving
 from tuned_kernels.decision import Decision, Measured, candidates, launched
 from tuned_kernels.errors import TunedKernelsError, one_line
+from tuned_kernels.prediction import Tiling
 from tuned_kernels.resolving import Compiled
 from tuned_kernels.search import contenders
 from tuned_kernels.triton_edge import cache_manager, measuring, shapes
@@ -35,6 +36,8 @@ from tuned_kernels.triton_edge.keys import (
     config_from_triton,
     kernel_identity,
     kernel_space,
+    key_names,
+    launches_persistent,
     tuning_key,
 )
 
@@ -94,8 +97,8 @@ def _prune_configs(self: Any, kwargs: dict[str, Any]) -> list[Any]:
     # Triton's own pruning for this key, run once and only when needed: a prediction picks among its
     # configs, a miss times them
     pruned = functools.cache(lambda: {config_from_triton(c): c for c in original(self, kwargs)})
-    names = [str(n) for n in getattr(self, "keys", ())]  # the key's arguments: how it tiles, to a prediction
-    decision = resolver.decide(identity, key, own.__contains__, kept=lambda: list(pruned()), key_names=names)
+    tiling = Tiling(tuple(key_names(self, {**self.nargs, **kwargs})), 0, launches_persistent(self))
+    decision = resolver.decide(identity, key, own.__contains__, kept=lambda: list(pruned()), tiling=tiling)
     if decision.served:
         chosen = own[decision.configs[0]]
         _guard_next_launch(self, resolver, identity, key, decision, chosen)

@@ -50,15 +50,18 @@ def warmup(autotuner: Any, named_args: Mapping[str, Any], config: model.Config) 
 
 def resident_programs(autotuner: Any, named_args: Mapping[str, Any], config: model.Config) -> int:
     """Programs of `config`'s compiled kernel that one multiprocessor of this GPU holds at once, from its
-    registers, shared memory and warps (0: not known: no GPU, a kernel that does not compile here, a
-    Triton or torch that does not say)."""
+    registers, shared memory and warps (0: not known: no GPU, an AMD GPU, whose wavefronts and register
+    files this does not model, a kernel that does not compile here, a Triton or torch that does not say)."""
     try:
         import torch
 
+        if torch.version.hip:
+            return 0
         kernel = warmup(autotuner, named_args, config)
         kernel._init_handles()  # loads the module: its register count is known from then on
         props = torch.cuda.get_device_properties(torch.cuda.current_device())
-        mp = residency.Multiprocessor(
+        mp = residency.Multiprocessor.of(
+            (props.major, props.minor),
             threads=props.max_threads_per_multi_processor,
             registers=getattr(props, "regs_per_multiprocessor", 65536),  # every NVIDIA GPU since Kepler
             shared_bytes=props.shared_memory_per_multiprocessor,

@@ -85,6 +85,19 @@ def scalar(value: Any) -> model.Scalar:
     return str(value)
 
 
+def key_names(autotuner: Tunable, named_args: Mapping[str, Any]) -> list[str]:
+    """The names of the key's leading elements, as `tuning_key` builds it from these arguments (a key
+    argument the launch leaves to its default is not in the key, as in Triton's own)."""
+    args = {k for k in named_args if k in autotuner.arg_names}
+    return [str(name) for name in autotuner.keys if name in args]
+
+
+def launches_persistent(autotuner: Tunable) -> bool:
+    """Whether the kernel reads how many programs were launched (a grid-stride loop: a program per
+    multiprocessor, each taking tile after tile), so more resident programs do not shorten its rounds."""
+    return "num_programs" in str(getattr(jit_function(autotuner), "src", ""))
+
+
 def tuning_key(autotuner: Tunable, named_args: Mapping[str, Any]) -> model.TuningKey:
     args = {k: v for k, v in named_args.items() if k in autotuner.arg_names}
     key = [scalar(args[name]) for name in autotuner.keys if name in args]
