@@ -47,8 +47,8 @@ from tuned_kernels.aot.dask_worker import (
 )
 from tuned_kernels.aot.kinds import is_choice
 from tuned_kernels.aot.progress import Progress, ProgressEvent
-from tuned_kernels.aot.tune_command import TuneRequest
 from tuned_kernels.aot.tune_report import TuneReport, combined, merge_reports, time_split
+from tuned_kernels.aot.tune_request import TuneRequest
 from tuned_kernels.aot.tuner import tuning_order
 from tuned_kernels.aot.work import WorkItem, visible_device_id, work_items
 

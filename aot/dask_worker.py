@@ -21,8 +21,9 @@ from typing import Any
 
 from tuned_kernels.aot.corpus_loader import load_corpus, select_families
 from tuned_kernels.aot.progress import ProgressEvent
-from tuned_kernels.aot.tune_command import TuneRequest, header_now, tuner_for
+from tuned_kernels.aot.tune_command import header_now, tuner_for
 from tuned_kernels.aot.tune_report import TuneReport, TuneTimes, shared_jobs
+from tuned_kernels.aot.tune_request import TuneRequest
 from tuned_kernels.aot.tune_run import TuneRun
 from tuned_kernels.aot.tuner import Tuner, slot_on_meta
 from tuned_kernels.aot.work import EVERY_ITEM, WorkItem, work_items

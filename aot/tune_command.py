@@ -2,9 +2,10 @@
 
 With several GPUs visible, this process tunes on the first and one worker process per other GPU joins it
 (`python -m tuned_kernels.aot.tune_command WORKER.json`: the request, its part file and the claims folder,
-as data); each takes the next key nobody has claimed, and the parts are merged. The workers start first:
-they import, load the corpus and warm up while this process finds the tuning order, which reaches them on
-their standard input.
+as data); each takes the next key nobody has claimed, and the parts are merged. The workers start first
+(`workers.py`: before this module is imported, where the GPUs can be counted without torch): they import,
+load the corpus and warm up while this process finds the tuning order, which reaches them on their
+standard input.
 """
 
 from __future__ import annotations
@@ -13,23 +14,20 @@ import contextlib
 import dataclasses
 import json
 import os
-import shutil
-import subprocess
 import sys
-import tempfile
 import time
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
 
 from tuned_kernels.aot import tune_run
 from tuned_kernels.aot.corpus_loader import load_corpus, select_families
 from tuned_kernels.aot.kinds import is_choice
 from tuned_kernels.aot.progress import Progress, ProgressEvent
-from tuned_kernels.aot.tune_report import TuneOptions, TuneReport, merge_reports, shared_jobs, time_split
+from tuned_kernels.aot.tune_report import TuneReport, merge_reports, shared_jobs, time_split
+from tuned_kernels.aot.tune_request import TuneRequest
 from tuned_kernels.aot.tuner import Tuner, slot_on_meta, tuning_order
 from tuned_kernels.aot.work import EVERY_ITEM, Claims, WorkItem, visible_device_id, work_items
+from tuned_kernels.aot.workers import Workers
 from tuned_kernels.hardware import compiler_fingerprint, detect
 
 from tuned_kernels import model, resolving
@@ -39,26 +37,6 @@ from tuned_kernels.results.locate import results_files_given
 from tuned_kernels.timestamps import utc_now
 from tuned_kernels.triton_edge.benchmarker import default_benchmarker
 from tuned_kernels.version import TOOL_VERSION
-
-
-@dataclass(frozen=True)
-class TuneRequest:
-    output: str
-    corpus: str = "builtin"
-    shapes: str = "quick"
-    kernels: Sequence[str] = ()
-    resume: bool = False
-    seed_files: Sequence[str] = ()
-    options: TuneOptions = field(default_factory=TuneOptions)
-
-    def to_json(self) -> dict[str, Any]:
-        return dataclasses.asdict(self)
-
-    @staticmethod
-    def from_json(data: dict[str, Any]) -> TuneRequest:
-        options = TuneOptions(**{**data["options"], "shard": tuple(data["options"]["shard"])})
-        lists = {name: tuple(data[name]) for name in ("kernels", "seed_files")}
-        return TuneRequest(**{**data, **lists, "options": options})
 
 
 def tuned_nothing(report: TuneReport, request: TuneRequest) -> list[str]:
@@ -89,16 +67,23 @@ def header_now(target: model.Target, producer: model.Producer, created_at: str) 
     return model.Header(target, compiler_fingerprint(target), producer, TOOL_VERSION, created_at)
 
 
-def run_tune(request: TuneRequest, created_at: str) -> TuneReport:
+def run_tune(request: TuneRequest, created_at: str, early: Workers | None = None) -> TuneReport:
+    """`early`: the workers `Workers.early` started before this module was imported, used where torch
+    counts as many GPUs (else they end, quietly, and the run goes on as if none had started)."""
     import torch
 
     started = time.time()
     target = detect()
     gpus = torch.cuda.device_count() if target.arch != "cpu" else 0
+    if early is not None and early.gpus != gpus:
+        early.close()
+        early = None
     many = gpus > 1
     request = dataclasses.replace(request, options=shared_jobs(request.options, max(1, gpus)))
     report = (
-        _run_workers(request, gpus, target, created_at) if many else _tune_here(request, target, created_at)
+        _run_workers(request, gpus, target, created_at, early)
+        if many
+        else _tune_here(request, target, created_at)
     )
     ended = time.time()
     report.seconds = ended - started  # the whole run, as its time split covers it
@@ -183,42 +168,35 @@ def tuner_for(
     return Tuner(target, device, benchmarker, request.options, seeds, on_progress, blobs)
 
 
-def _run_workers(request: TuneRequest, gpus: int, target: model.Target, created_at: str) -> TuneReport:
-    """This process tunes on GPU 0 and starts one worker process per other GPU; all of them take this
-    shard's keys as they reach them (claim files), and their files and reports are merged into one. The
-    workers are started before the order is found, and wait for it on their standard input."""
+def _run_workers(
+    request: TuneRequest, gpus: int, target: model.Target, created_at: str, started: Workers | None = None
+) -> TuneReport:
+    """This process tunes on GPU 0 and one worker process per other GPU joins it (`started` already, or
+    now); all of them take this shard's keys as they reach them (claim files), and their files and reports
+    are merged into one. The workers are started before the order is found, and wait for it on their
+    standard input."""
     start = time.monotonic()
-    with tempfile.TemporaryDirectory(prefix="tuned-kernels-workers-") as tmp:
-        claims = Path(tmp) / "claims"
-        claims.mkdir()
-        parts = [str(Path(tmp) / f"part{gpu}.pb") for gpu in range(gpus)]
-        resume = request.resume and Path(request.output).exists()
-        if resume:  # every participant skips the keys finished earlier
-            for part in parts:
-                shutil.copyfile(request.output, part)
-        procs: list[subprocess.Popen[bytes]] = []
+    workers = started or Workers(request, gpus)
+    try:
         try:
-            for gpu in range(1, gpus):
-                procs.append(_start_worker(request, gpu, parts[gpu], claims, resume))
             items = items_of(request)
             with resolving.installed(None):
                 order = tuning_order(items)
             shared = [i for i in order if not is_choice(items[i])]
-            _send_order(procs, claims, shared)
-            mine = dataclasses.replace(request, output=parts[0])
-            claimed = ClaimFolder(claims)
+            workers.send_order(shared)
+            mine = dataclasses.replace(request, output=workers.parts[0])
+            claimed = ClaimFolder(workers.claims)
             gpu0 = f"GPU {visible_device_id(0)}"
             own = _tune_here(mine, target, created_at, claimed, gpu0, lambda _: shared, items)
         except BaseException:  # this process failed (its tuner, its GPU): the workers stop too
-            for proc in procs:
-                proc.terminate()
+            workers.stop()
             raise
         finally:
-            for proc in procs:  # a worker still waiting for its order (this process failed) ends quietly
-                _close_input(proc)
-            failed = [gpu for gpu, p in enumerate(procs, 1) if p.wait() != 0]
-        merged = _merge_parts(parts, target, created_at, request.output)
-        reports = [own, *(_worker_report(part) for part in parts[1:])]
+            failed = workers.wait()
+        merged = _merge_parts(workers.parts, target, created_at, request.output)
+        reports = [own, *(_worker_report(part) for part in workers.parts[1:])]
+    finally:
+        workers.close()
     later = [i for i in order if is_choice(items[i])]
     if later:  # implementation choices time the kernels tuned before them with every GPU's winners
         again = dataclasses.replace(request, resume=True)  # from the merged file
@@ -227,44 +205,6 @@ def _run_workers(request: TuneRequest, gpus: int, target: model.Target, created_
     report.failed += [f"worker on GPU {gpu} failed" for gpu in failed]
     report.cases, report.same_key = max(report.cases, len(merged.entries)), len(items) - len(order)
     return report
-
-
-def _start_worker(
-    request: TuneRequest, gpu: int, part: str, claims: Path, resume: bool
-) -> subprocess.Popen[bytes]:
-    spec = claims.parent / f"worker{gpu}.json"
-    work = {
-        "request": dataclasses.replace(request, output=part, resume=resume).to_json(),
-        "claims": str(claims),
-        "gpu": f"GPU {visible_device_id(gpu)}",
-        "order": str(_order_path(claims)),
-    }
-    spec.write_text(json.dumps(work))
-    env = {**os.environ, "CUDA_VISIBLE_DEVICES": visible_device_id(gpu)}
-    # the workers' progress goes to stderr: stdout carries this command's own (perhaps JSON) summary
-    argv = [sys.executable, "-m", "tuned_kernels.aot.tune_command", str(spec)]
-    return subprocess.Popen(argv, env=env, stdin=subprocess.PIPE, stdout=sys.stderr)
-
-
-def _order_path(claims: Path) -> Path:
-    return claims.parent / "order.json"
-
-
-def _send_order(procs: Sequence[subprocess.Popen[bytes]], claims: Path, order: Sequence[int]) -> None:
-    """The tuning order written beside the claims, then a line on each worker's standard input that says
-    it is there (a worker that died is left to the exit status check)."""
-    _order_path(claims).write_text(json.dumps(list(order)))
-    for proc in procs:
-        assert proc.stdin is not None
-        with contextlib.suppress(OSError):
-            proc.stdin.write(b"go\n")
-            proc.stdin.flush()
-
-
-def _close_input(proc: subprocess.Popen[bytes]) -> None:
-    assert proc.stdin is not None
-    with contextlib.suppress(OSError):
-        proc.stdin.close()
 
 
 def run_worker(spec: Path) -> int:

@@ -264,8 +264,8 @@ def test_a_told_message_that_is_not_a_streams_is_left_out_and_its_key_tuned_agai
     import dataclasses
 
     from tuned_kernels.aot.dask_tune import Kind, KindFile, _Run
-    from tuned_kernels.aot.tune_command import TuneRequest
     from tuned_kernels.aot.tune_report import TuneReport
+    from tuned_kernels.aot.tune_request import TuneRequest
 
     from tests import factories
     from tuned_kernels.results.files import encode_results

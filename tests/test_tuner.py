@@ -420,7 +420,8 @@ def test_participants_share_every_key_once_and_the_report_adds_up_all_of_them(
     """The multi-GPU path, run here on the cpu target: this process and a worker per other "GPU" claim the
     keys as they reach them; the merged file has each key once, and the merged report counts every
     participant's work, not only this process's."""
-    from tuned_kernels.aot.tune_command import TuneRequest, _run_workers
+    from tuned_kernels.aot.tune_command import _run_workers
+    from tuned_kernels.aot.tune_request import TuneRequest
 
     out = tmp_path / "r.pb"
     request = TuneRequest(output=str(out), corpus=PLANTED, options=TuneOptions(jobs=1))
@@ -496,8 +497,9 @@ def test_a_family_whose_op_launches_another_familys_kernel_here_is_refused_namin
     """On the cpu target the matmul op runs the tile kernel (`matmul`), never the copy-engine one: asked
     for `matmul_tma` alone, tune tunes nothing and says which family to ask for (on a Hopper GPU the
     other way round)."""
-    from tuned_kernels.aot.tune_command import TuneRequest, tuned_nothing
+    from tuned_kernels.aot.tune_command import tuned_nothing
     from tuned_kernels.aot.tune_report import TuneReport
+    from tuned_kernels.aot.tune_request import TuneRequest
 
     run = subprocess.run(
         [sys.executable, "-m", "tuned_kernels", "tune", "--kernels", "matmul_tma", "-o", "r.pb"],
@@ -566,7 +568,8 @@ def test_a_keys_configs_are_measured_as_their_compiles_finish() -> None:
 def test_cases_of_one_key_are_tuned_once_however_many_gpus_share_the_run(tmp_path: Path) -> None:
     """Cases that differ only outside the kernel's key (here a tag the op ignores) are one key: left out
     before the run is shared, so no two participants tune it."""
-    from tuned_kernels.aot.tune_command import TuneRequest, _run_workers
+    from tuned_kernels.aot.tune_command import _run_workers
+    from tuned_kernels.aot.tune_request import TuneRequest
     from tuned_kernels.aot.tuner import distinct_keys
 
     corpus = tmp_path / "tagged.py"
@@ -591,7 +594,8 @@ def test_workers_started_before_the_order_end_quietly_when_the_run_cannot_start(
 ) -> None:
     """Workers start while the order is found; when the run fails before sharing its keys out (here its
     corpus fails to import), the failure is said once, by the run, and no worker adds its own."""
-    from tuned_kernels.aot.tune_command import TuneRequest, _run_workers
+    from tuned_kernels.aot.tune_command import _run_workers
+    from tuned_kernels.aot.tune_request import TuneRequest
 
     corpus = tmp_path / "broken.py"
     corpus.write_text("raise RuntimeError('corpus cannot load here')\n")
@@ -601,3 +605,58 @@ def test_workers_started_before_the_order_end_quietly_when_the_run_cannot_start(
     captured = capfd.readouterr()
     assert "corpus cannot load here" not in captured.out + captured.err
     assert not (tmp_path / "r.pb").exists()
+
+
+def test_workers_started_before_torch_is_imported_join_the_run(tmp_path: Path) -> None:
+    """`tune` starts its workers before it imports torch where the GPUs can be counted without it: the run
+    takes them as they are and every key is tuned once."""
+    from tuned_kernels.aot.tune_command import _run_workers
+    from tuned_kernels.aot.tune_request import TuneRequest
+    from tuned_kernels.aot.workers import Workers
+
+    out = tmp_path / "r.pb"
+    request = TuneRequest(output=str(out), corpus=PLANTED, options=TuneOptions(jobs=1))
+    early = Workers(request, 2)
+    folder = early.claims.parent
+    report = _run_workers(request, 2, target_for_arch("cpu"), "2026-11-22T00:00:00Z", early)
+    assert sorted(e.key[0] for e in read_results(out).entries) == [100, 300, 1000, 3000]
+    assert report.failed == [] and {t.gpu for t in report.gpus} == {"GPU 0", "GPU 1"}
+    assert not folder.exists()  # the workers' folder goes with them
+
+
+def test_workers_started_for_more_gpus_than_torch_counts_end_quietly_and_the_run_goes_on(
+    tmp_path: Path, capfd: pytest.CaptureFixture[str]
+) -> None:
+    from tuned_kernels.aot.tune_command import run_tune
+    from tuned_kernels.aot.tune_request import TuneRequest
+    from tuned_kernels.aot.workers import Workers
+
+    out = tmp_path / "r.pb"
+    request = TuneRequest(output=str(out), corpus=PLANTED, options=TuneOptions(jobs=1))
+    early = Workers(request, 3)  # the driver listed 3; torch (here: no GPU) counts otherwise
+    report = run_tune(request, "2026-11-22T00:00:00Z", early)
+    assert report.failed == [] and report.tuned == 4
+    assert all(p.returncode is not None for p in early.procs) and not early.claims.parent.exists()
+    assert "Traceback" not in capfd.readouterr().err
+
+
+@pytest.mark.parametrize(
+    ("visible", "listed", "count"),
+    [
+        (None, ["0000:18:00.0", "0000:2a:00.0"], 2),
+        ("1", ["a", "b"], 1),
+        ("1,0", ["a", "b"], 2),
+        ("0,2,1", ["a", "b"], 1),  # CUDA stops at the first index that names no GPU
+        ("", ["a", "b"], 0),
+        ("-1", ["a", "b"], 0),
+        ("GPU-5c2b7d0e", ["a", "b"], None),  # a UUID: not told without the driver's API
+        (None, [], None),  # no driver list (an AMD GPU, another OS)
+    ],
+)
+def test_the_gpus_cuda_will_show_are_counted_without_torch(
+    visible: str | None, listed: list[str], count: int | None
+) -> None:
+    from tuned_kernels.aot.workers import visible_gpus
+
+    environ = {} if visible is None else {"CUDA_VISIBLE_DEVICES": visible}
+    assert visible_gpus(environ, listed) == count

@@ -105,8 +105,8 @@ def add_how_to_tune(p: Any) -> None:
 
 
 def cmd_tune(args: argparse.Namespace) -> int:
-    from tuned_kernels.aot.tune_command import TuneRequest, run_tune, tuned_nothing
     from tuned_kernels.aot.tune_report import TuneOptions
+    from tuned_kernels.aot.tune_request import TuneRequest
 
     options = TuneOptions(
         strategy=args.strategy,
@@ -132,7 +132,19 @@ def cmd_tune(args: argparse.Namespace) -> int:
 
         report = run_on_dask(request, args.dask, utc_now(), args.dask_timeout)
     else:
-        report = run_tune(request, utc_now())
+        from tuned_kernels.aot.workers import Workers
+
+        early = Workers.early(request)  # before torch is imported here: their imports run beside this one's
+        try:
+            from tuned_kernels.aot.tune_command import run_tune
+
+            report = run_tune(request, utc_now(), early)
+        except BaseException:
+            if early is not None:
+                early.close()
+            raise
+    from tuned_kernels.aot.tune_command import tuned_nothing
+
     written = ", ".join(report.outputs) or args.output
     summary = {**dataclasses.asdict(report), "output": args.output}
     if args.json:
