@@ -46,6 +46,8 @@ def test_tuned_bundle_serves_hits_without_benchmarking(tmp_path: Path) -> None:
         cwd=tmp_path,
         timeout=600,
     )
+    # each timing says how many programs of its config a multiprocessor held (what predictions weigh by)
+    assert all(t.resident >= 1 for e in read_results(results).entries for t in e.timings)
     program = (
         "import os, torch, tuned_kernels; tuned_kernels.enable()\n"
         "from triton import knobs\n"
