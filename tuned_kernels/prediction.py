@@ -12,7 +12,8 @@ neighbour of that kind the prediction is the nearest key's config.
 Where the kernel's tiling is known (`Tiling`: its key's names and the GPU's multiprocessors), a
 neighbour's times are first carried to the unseen key by the waves of programs each config launches at
 either, a wave being as many programs as the multiprocessors hold at once (as many as the tuned entry
-says a multiprocessor held of that config, else one each). A matmul tile of 128 rows covers M = 512 in 4
+says a multiprocessor held of that config, else one each; one each for a kernel that loops over its tiles,
+a program per multiprocessor). A matmul tile of 128 rows covers M = 512 in 4
 programs and M = 640 in 5, so on a GPU of 132 multiprocessors and 32 column tiles that config runs one wave
 at 512 and two at 640, where a tile of 64 rows runs two and three. Which config wins between two tuned keys
 follows from that more than from either key's winner.
