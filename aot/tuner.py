@@ -33,7 +33,7 @@ from tuned_kernels.aot.work import (
 from tuned_kernels import model, search
 from tuned_kernels.decision import KEPT_TIMINGS
 from tuned_kernels.triton_edge.benchmarker import Benchmarker, windowed
-from tuned_kernels.triton_edge.compile import artifact_of, is_compiled_kernel, resident_programs, warmup
+from tuned_kernels.triton_edge.compile import artifact_of, is_compiled_kernel, resident_of, warmup
 from tuned_kernels.triton_edge.keys import config_from_triton, kernel_identity
 from tuned_kernels.triton_edge.launch import LaunchesAnother, config_space, forced_config, probe_key
 from tuned_kernels.triton_edge.measuring import submit_compiles
@@ -270,7 +270,5 @@ def _timings(
 ) -> tuple[model.Timing, ...]:
     """The kept (time, _, config)s, each with how many programs of its compiled kernel a multiprocessor
     held (a GPU's compiled kernels only): what a prediction for another key weighs its waves by."""
-    compiled = target.arch != "cpu" and is_compiled_kernel(kernel)
-    return tuple(
-        model.Timing(c, t, resident_programs(kernel, named, c) if compiled else 0) for t, _, c in ranked
-    )
+    resident = resident_of(kernel, named, (c for _, _, c in ranked)) if target.arch != "cpu" else {}
+    return tuple(model.Timing(c, t, resident.get(c, 0)) for t, _, c in ranked)

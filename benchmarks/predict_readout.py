@@ -16,13 +16,14 @@ import dataclasses
 import json
 import subprocess
 import sys
-import tempfile
 import time
 from pathlib import Path
 from typing import Any
 
 sys.path.insert(0, str(Path(__file__).parent))
 from steps.predict import corpus_module, kernel_configs, readout, tilings
+
+from tuned_kernels.results import read_results
 
 
 def reread(tuned: list[Path], environment: dict[str, Any]) -> dict[str, Any]:
@@ -31,7 +32,7 @@ def reread(tuned: list[Path], environment: dict[str, Any]) -> dict[str, Any]:
     firsts, tiled = kernel_configs(corpus, every_gpu=True), tilings(corpus, every_gpu=True)
     kernels: dict[str, Any] = {}
     for path in tuned:
-        kernels |= readout(path, corpus.training, firsts, tiled)
+        kernels |= readout(read_results(path), str(path), corpus.training, firsts, tiled)
     commit = subprocess.run(
         ["git", "rev-parse", "--short", "HEAD"],
         capture_output=True,
@@ -45,8 +46,6 @@ def reread(tuned: list[Path], environment: dict[str, Any]) -> dict[str, Any]:
 
 def each_part(tuned: list[Path]) -> list[str]:
     """Per kernel, the prediction's geomean / worst with its parts left out, then as committed."""
-    from tuned_kernels.results import read_results, write_results
-
     corpus = corpus_module()
     firsts, tiled = kernel_configs(corpus, every_gpu=True), tilings(corpus, every_gpu=True)
     lines = []
@@ -59,13 +58,11 @@ def each_part(tuned: list[Path]) -> list[str]:
                 for e in results.entries
             ),
         )
-        with tempfile.TemporaryDirectory() as tmp:
-            write_results(Path(tmp) / path.name, alone)
-            parts = {
-                "no waves": readout(Path(tmp) / path.name, corpus.training, firsts, {}),
-                "waves, one program each": readout(Path(tmp) / path.name, corpus.training, firsts, tiled),
-                "as committed": readout(path, corpus.training, firsts, tiled),
-            }
+        parts = {
+            "no waves": readout(results, str(path), corpus.training, firsts, {}),
+            "waves, one program each": readout(alone, str(path), corpus.training, firsts, tiled),
+            "as committed": readout(results, str(path), corpus.training, firsts, tiled),
+        }
         for name in parts["as committed"]:
             said = (f"{part} {k[name]['predicted']['geomean']:.3f} / {k[name]['predicted']['worst']:.3f}"
                     for part, k in parts.items())  # fmt: skip

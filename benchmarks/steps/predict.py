@@ -31,11 +31,15 @@ def run(bench: Bench, kernels: list[str], corpus: str = PREDICTION_CORPUS, budge
     argv += [a for k in kernels for a in ("--kernels", k)]
     argv += ["--time-budget", str(budget_s)]  # a guard: every key is meant to be tuned within it
     wall, text = bench.tool(argv, bench.env())
+    from tuned_kernels.results import read_results
+
     module = corpus_module(corpus)
     bench.report["predict"] = {
         "tune_wall_s": wall,
         "tune": json.loads(text),
-        "kernels": readout(output, module.training, kernel_configs(module), tilings(module)),
+        "kernels": readout(
+            read_results(output), str(output), module.training, kernel_configs(module), tilings(module)
+        ),
     }
 
 
@@ -76,28 +80,28 @@ def tilings(corpus: Any, every_gpu: bool = False) -> dict[str, Any]:
 
 
 def readout(
-    path: Path,
+    results: model.Results,
+    source: str,
     training: Callable[[str, tuple[Any, ...]], bool],
     firsts: dict[str, list[model.Config]],
     tilings: dict[str, Any],
 ) -> dict[str, Any]:
-    """Per kernel: each held-out key's ratios (its winner's time over the config's) for the prediction, the
-    nearest training key's winner and the first config kept, with their geomeans and worst. The prediction
-    knows the kernel's tiling where `tilings` has it (on the tuned file's GPU's multiprocessors)."""
+    """Per kernel of a tuned file's `results`: each held-out key's ratios (its winner's time over the
+    config's) for the prediction, the nearest training key's winner and the first config kept, with their
+    geomeans and worst. The prediction knows the kernel's tiling where `tilings` has it (on the tuned file's
+    GPU's multiprocessors)."""
     import dataclasses
 
     from tuned_kernels.nearest import nearest_key
     from tuned_kernels.prediction import predict
-    from tuned_kernels.results import read_results
 
-    results = read_results(path)
     by_kernel: dict[str, list[model.Entry]] = {}
     for entry in results.entries:
         by_kernel.setdefault(entry.kernel.name, []).append(entry)
+    processors = results.header.target.multiprocessor_count
     kernels = {}
     for name, entries in sorted(by_kernel.items()):
-        tuned = {e.key: (e, str(path)) for e in entries if training(name, e.key)}
-        processors = results.header.target.multiprocessor_count
+        tuned = {e.key: (e, source) for e in entries if training(name, e.key)}
         tiling = dataclasses.replace(tilings[name], processors=processors) if name in tilings else None
         rows = []
         for held in (e for e in entries if not training(name, e.key)):

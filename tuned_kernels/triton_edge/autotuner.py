@@ -29,7 +29,7 @@ from tuned_kernels.resolving import Compiled
 from tuned_kernels.search import contenders
 from tuned_kernels.triton_edge import cache_manager, measuring, shapes
 from tuned_kernels.triton_edge.benchmarker import WallClockBenchmarker
-from tuned_kernels.triton_edge.compile import artifact_of, is_compiled_kernel, resident_programs, warmup
+from tuned_kernels.triton_edge.compile import artifact_of, resident_of, warmup
 from tuned_kernels.triton_edge.interpreter import defined_before_interpreting, interpret_instead, interpreting
 from tuned_kernels.triton_edge.keys import (
     autotuner_class,
@@ -87,7 +87,8 @@ def _prune_configs(self: Any, kwargs: dict[str, Any]) -> list[Any]:
         )
     try:
         identity = kernel_identity(self)
-        key = tuning_key(self, {**self.nargs, **kwargs})
+        named = {**self.nargs, **kwargs}
+        key = tuning_key(self, named)
         own = {config_from_triton(c): c for c in kernel_space(self, kwargs)}
     except Exception as exc:  # never break a launch: tuned here, as Triton would
         name = getattr(getattr(self, "base_fn", None), "__name__", "a kernel")
@@ -97,7 +98,7 @@ def _prune_configs(self: Any, kwargs: dict[str, Any]) -> list[Any]:
     # Triton's own pruning for this key, run once and only when needed: a prediction picks among its
     # configs, a miss times them
     pruned = functools.cache(lambda: {config_from_triton(c): c for c in original(self, kwargs)})
-    tiling = Tiling(tuple(key_names(self, {**self.nargs, **kwargs})), 0, launches_persistent(self))
+    tiling = Tiling(tuple(key_names(self, named)), 0, launches_persistent(self))
     decision = resolver.decide(identity, key, own.__contains__, kept=lambda: list(pruned()), tiling=tiling)
     if decision.served:
         chosen = own[decision.configs[0]]
@@ -125,8 +126,7 @@ def _measured(
     timings, screened = _timings(autotuner, space, tried, named, kwargs)
     seconds = time.perf_counter() - started
     ran = [c for c, t in timings.items() if t != float("inf")]  # what a bundle made of it predicts by
-    compiled = not interpreting() and is_compiled_kernel(autotuner)
-    resident = {c: resident_programs(autotuner, named, c) for c in ran} if compiled else {}
+    resident = resident_of(autotuner, named, ran)
     measured = Measured(identity, key, decision, timings, seconds, screened=screened, resident=resident)
     kept = resolver.record(
         measured, None if interpreting() else functools.partial(_compiled, autotuner, named)

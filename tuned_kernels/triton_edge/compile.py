@@ -11,7 +11,7 @@ from __future__ import annotations
 import contextlib
 import copy
 import dataclasses
-from collections.abc import Iterator, Mapping
+from collections.abc import Iterable, Iterator, Mapping
 from typing import Any
 
 from tuned_kernels import model, residency
@@ -46,6 +46,16 @@ def warmup(autotuner: Any, named_args: Mapping[str, Any], config: model.Config) 
             kwargs[name] = heuristic(kwargs)
         fn = fn.fn
     return fn.warmup(grid=(1,), **kwargs)
+
+
+def resident_of(
+    autotuner: Any, named_args: Mapping[str, Any], configs: Iterable[model.Config]
+) -> dict[model.Config, int]:
+    """`resident_programs` of each config, where a Triton compiler sits under the autotuner (none under
+    the interpreter or for an implementation choice)."""
+    if not is_compiled_kernel(autotuner):
+        return {}
+    return {c: resident_programs(autotuner, named_args, c) for c in configs}
 
 
 def resident_programs(autotuner: Any, named_args: Mapping[str, Any], config: model.Config) -> int:

@@ -100,7 +100,7 @@ def launches_persistent(autotuner: Tunable) -> bool:
 
 def tuning_key(autotuner: Tunable, named_args: Mapping[str, Any]) -> model.TuningKey:
     args = {k: v for k, v in named_args.items() if k in autotuner.arg_names}
-    key = [scalar(args[name]) for name in autotuner.keys if name in args]
+    key = [scalar(args[name]) for name in key_names(autotuner, args)]
     key += [str(arg.dtype) for arg in args.values() if hasattr(arg, "dtype")]
     return tuple(key)
 
