@@ -17,7 +17,9 @@ one is measured (what runs on the workers: dask_worker.py).
 - Keys of implementation choices (which time the kernels tuned before them with their winners) run after
   every other key of their kind finished, with those winners.
 
-Dask is optional (`pip install 'tuned-kernels[dask]'`) and imported only here.
+Dask is optional (`pip install 'tuned-kernels[dask]'`) and imported only here. This module imports no
+torch: `--dask local` starts its workers (which import theirs as they start) while the client loads the
+corpus, and their GPUs are counted from the driver's list where it can tell.
 """
 
 from __future__ import annotations
@@ -25,6 +27,7 @@ from __future__ import annotations
 import contextlib
 import dataclasses
 import logging
+import os
 import socket
 import sys
 import time
@@ -49,8 +52,8 @@ from tuned_kernels.aot.kinds import is_choice
 from tuned_kernels.aot.progress import Progress, ProgressEvent
 from tuned_kernels.aot.tune_report import TuneReport, combined, merge_reports, time_split
 from tuned_kernels.aot.tune_request import TuneRequest
-from tuned_kernels.aot.tuner import tuning_order
 from tuned_kernels.aot.work import WorkItem, visible_device_id, work_items
+from tuned_kernels.aot.workers import listed_gpus, visible_gpus
 
 from tuned_kernels import model
 from tuned_kernels.errors import TunedKernelsError
@@ -143,17 +146,16 @@ def run_on_dask(
         raise TunedKernelsError("--dask needs Dask: pip install 'tuned-kernels[dask]'") from None
     start, started = time.monotonic(), time.time()
     request = dataclasses.replace(request, corpus=_absolute(request.corpus))
-    families = select_families(load_corpus(request.corpus), request.kernels)
-    items = work_items(families, request.shapes, request.options.shard)  # each worker makes them alike
-    with ThreadPoolExecutor(1, thread_name_prefix="tuned-kernels-order") as ordering:
-        # the indices of `items` to tune, in order: found here, once, while the cluster starts
-        order = ordering.submit(tuning_order, items)
+    with ThreadPoolExecutor(1, thread_name_prefix="tuned-kernels-order") as preparing:
+        # the corpus loaded (torch imported), its items and the indices to tune in order: found here,
+        # once, while the cluster starts
+        prepared = preparing.submit(_items_in_order, request)
         with _client(distributed, address, timeout_s) as client:
             workers = _kinds_of_workers(distributed, client)
             spec = worker_spec(request.to_json(), _workers_by_host(client))
             with contextlib.suppress(Exception):  # best effort: a worker that fails here fails its task alike
                 client.run(warm_up, spec)
-            kept = order.result()
+            items, kept = prepared.result()
             startup = time.monotonic() - start  # the cluster up, every worker's kind known and warm
             files = _files_for(request, list(workers), created_at)
             reports = _Run(distributed, client, request, spec, items, kept, files, workers).run()
@@ -164,6 +166,15 @@ def run_on_dask(
     report.gpus = combined(report.gpus)
     report.time_split = time_split(report.gpus, started, started + report.seconds)
     return report
+
+
+def _items_in_order(request: TuneRequest) -> tuple[list[WorkItem], list[int]]:
+    """The run's work items (each worker makes them alike) and the indices of those to tune, in order."""
+    from tuned_kernels.aot.tuner import tuning_order
+
+    families = select_families(load_corpus(request.corpus), request.kernels)
+    items = work_items(families, request.shapes, request.options.shard)
+    return items, list(tuning_order(items))
 
 
 def _absolute(corpus: str) -> str:
@@ -182,11 +193,15 @@ def _client(distributed: Any, address: str, timeout_s: float = DEFAULT_TIMEOUT_S
             yield client
         return
     specs = _local_workers(address)
+    options = {
+        "nthreads": 1,
+        "resources": {GPU: 1},
+        "silence_logs": logging.ERROR,
+        "preload": ["tuned_kernels.aot.dask_worker"],  # its imports made as each worker starts
+        "config": {"distributed.worker.profile.enabled": False},  # no stack sampling beside the timer
+    }
     workers = {
-        f"gpu{i}": {
-            "cls": distributed.Nanny,
-            "options": {"nthreads": 1, "resources": {GPU: 1}, "env": env, "silence_logs": logging.ERROR},
-        }
+        f"gpu{i}": {"cls": distributed.Nanny, "options": {**options, "env": env}}
         for i, env in enumerate(specs)
     }
     scheduler = {"cls": distributed.Scheduler, "options": {"dashboard_address": None}}
@@ -226,9 +241,11 @@ def _local_workers(address: str) -> list[dict[str, str]]:
         if not count.isdigit() or int(count) < 1:
             raise TunedKernelsError(f"--dask {address}: want local or local:N with N >= 1")
         return [{} for _ in range(int(count))]
-    import torch
+    gpus = visible_gpus(os.environ, listed_gpus())
+    if gpus is None:  # not told by the driver's list: CUDA's count
+        import torch
 
-    gpus = torch.cuda.device_count()
+        gpus = torch.cuda.device_count()
     return [{"CUDA_VISIBLE_DEVICES": visible_device_id(gpu)} for gpu in range(gpus)] or [{}]
 
 

@@ -7,6 +7,10 @@ Keys go out in the run's order through a `distributed.Queue` of positions: each 
 it reaches it, so a GPU that finishes early takes more, and the next key's configs compile on its threads
 while the one before is measured, across keys of every size. What a worker sends back is our results
 format and plain numbers, never a pickled object of ours.
+
+Light until a worker starts (no torch): the client imports it before its own torch import, and
+`--dask local` has each worker import it as it starts (Dask's preload, `dask_setup`), which brings the
+heavy modules in there, beside the client's.
 """
 
 from __future__ import annotations
@@ -17,18 +21,19 @@ import dataclasses
 import functools
 import json
 from collections.abc import Callable, Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from tuned_kernels.aot.corpus_loader import load_corpus, select_families
 from tuned_kernels.aot.progress import ProgressEvent
-from tuned_kernels.aot.tune_command import header_now, tuner_for
 from tuned_kernels.aot.tune_report import TuneReport, TuneTimes, shared_jobs
 from tuned_kernels.aot.tune_request import TuneRequest
-from tuned_kernels.aot.tune_run import TuneRun
-from tuned_kernels.aot.tuner import Tuner, slot_on_meta
 from tuned_kernels.aot.work import EVERY_ITEM, WorkItem, work_items
 
 from tuned_kernels import model
+
+if TYPE_CHECKING:
+    from tuned_kernels.aot.tune_run import TuneRun
+    from tuned_kernels.aot.tuner import Tuner
 
 END = -1  # put after the run's positions, once per stream: no key left
 LAST_WAIT_S = 5.0  # a stream that finds the queue empty (its END taken by a stream re-run) waits this long
@@ -82,6 +87,8 @@ def stream_on_worker(
     the queue named `claims`, given its kind's finished entries (`answers`); each claimed item finished
     (tuned, skipped or failed) is told on the queue named `told` with its new entries and what it added to
     the report. Returns the stream's report: its GPU's time split and times (its counts are in the told)."""
+    from tuned_kernels.aot.tune_run import TuneRun
+
     items, tuner, done = _task_state(spec, answers, deadline)
     out = _queue(told)
     sent = set(done)
@@ -110,6 +117,8 @@ def tune_on_worker(
     entries (`answers`: skipped when its key is among them, and what an implementation choice launches
     with), starting none after `deadline` (time.time()). Returns the new entries with their compiled
     kernels, as our results format, and the report."""
+    from tuned_kernels.aot.tune_run import TuneRun
+
     items, tuner, done = _task_state(spec, answers, deadline)
     before = set(done)
     said: list[Said] = []  # each item's summary, as a one-process tune prints it
@@ -167,6 +176,8 @@ def _run(run: TuneRun) -> TuneReport:
 
 
 def _encoded(tuner: Tuner, entries: tuple[model.Entry, ...]) -> bytes:
+    from tuned_kernels.aot.tune_command import header_now
+
     from tuned_kernels.results.files import encode_results
 
     header = header_now(tuner.target, model.Producer.TUNE, "1970-01-01T00:00:00Z")
@@ -217,6 +228,8 @@ def _warm(spec: str, host: str) -> None:
     from tuned_kernels.hardware.probe import interpret_without_gpu
 
     interpret_without_gpu()
+    from tuned_kernels.aot.tuner import slot_on_meta
+
     with contextlib.suppress(Exception):
         items, _ = _worker_state(spec, host)
         if items:
@@ -240,6 +253,7 @@ _WORKER_STATE: dict[str, tuple[Sequence[WorkItem], Tuner]] = {}
 def _worker_state(spec: str, host: str) -> tuple[Sequence[WorkItem], Tuner]:
     """This worker's items and tuner for the run `spec` (`worker_spec`), on `host`, made at its first task
     (or warm-up) and kept."""
+    from tuned_kernels.aot.tune_command import tuner_for
     from tuned_kernels.hardware import detect
 
     if spec in _WORKER_STATE:
@@ -253,3 +267,13 @@ def _worker_state(spec: str, host: str) -> tuple[Sequence[WorkItem], Tuner]:
     tuner = tuner_for(request, detect(), lambda _: None, {})
     _WORKER_STATE[spec] = (items, tuner)
     return items, tuner
+
+
+def dask_setup(worker: Any) -> None:
+    """Dask's preload hook, run as a worker of `--dask local` starts (before it takes a task): the
+    interpreter chosen where there is no GPU, then the modules every task needs imported (torch, Triton,
+    the tuner), while the client imports its own."""
+    from tuned_kernels.hardware.probe import interpret_without_gpu
+
+    interpret_without_gpu()
+    import tuned_kernels.aot.tune_command  # noqa: F401  (torch, Triton and the tuner with it)
