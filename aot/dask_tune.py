@@ -205,7 +205,13 @@ def _client(distributed: Any, address: str, timeout_s: float = DEFAULT_TIMEOUT_S
         for i, env in enumerate(specs)
     }
     scheduler = {"cls": distributed.Scheduler, "options": {"dashboard_address": None}}
+    # each worker in this process's environment, as tune's own workers: not Dask's defaults for numpy
+    # workers (one OpenMP thread, the heap trimmed above 64 KiB free), which its nannies set before spawning
+    import dask
+
+    plain = dask.config.set({"distributed.nanny.pre-spawn-environ": {}})
     with (
+        plain,
         distributed.SpecCluster(workers=workers, scheduler=scheduler, silence_logs=40) as cluster,
         distributed.Client(cluster) as client,
     ):

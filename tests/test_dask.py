@@ -88,26 +88,36 @@ def test_a_scheduler_that_does_not_answer_fails_after_the_stated_timeout(
     assert asked == [7.0]
 
 
+LOCAL_CLUSTER_PROBE = """
+import json, os, sys
+import distributed
+from tuned_kernels.aot import dask_tune
+names = ("OMP_NUM_THREADS", "MALLOC_TRIM_THRESHOLD_")  # what Dask's nannies set for numpy workers
+here = {"torch": "torch" in sys.modules, "settings": [os.environ.get(n) for n in names]}
+with dask_tune._client(distributed, "local:1") as client:
+    (worker,) = client.run(lambda: {
+        "tuner": "tuned_kernels.aot.tuner" in sys.modules,
+        "profiler": __import__("dask").config.get("distributed.worker.profile.enabled"),
+        "settings": [os.environ.get(n) for n in names],
+    }).values()
+print(json.dumps({"client": here, "worker": worker}))
+"""
+
+
 def test_a_local_cluster_starts_before_the_client_imports_torch_and_its_workers_import_theirs_at_once() -> (
     None
 ):
     """`--dask local` starts its workers while the client loads the corpus: the modules it needs to start
     them import no torch; each worker imports the tuner's modules as it starts, before any task (Dask's
-    preload), and samples no stacks beside the timer (Dask's profiler, off)."""
-    import distributed
-    from tuned_kernels.aot import dask_tune
-
-    probe = "import sys, tuned_kernels.aot.dask_tune; print('torch' in sys.modules)"
-    done = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, timeout=120)
-    assert done.stdout.strip() == "False", done.stderr[-2000:]
-    with dask_tune._client(distributed, "local:1") as client:
-        seen = client.run(
-            lambda: (
-                "tuned_kernels.aot.tuner" in sys.modules,
-                __import__("dask").config.get("distributed.worker.profile.enabled"),
-            )
-        )
-    assert list(seen.values()) == [(True, False)]
+    preload), samples no stacks beside the timer (Dask's profiler, off) and runs in the client's
+    environment, as tune's own workers do (not with Dask's settings for numpy workers)."""
+    done = subprocess.run(
+        [sys.executable, "-c", LOCAL_CLUSTER_PROBE], capture_output=True, text=True, timeout=120
+    )
+    assert done.returncode == 0, done.stderr[-2000:]
+    seen = json.loads(done.stdout.strip().splitlines()[-1])
+    assert seen["client"]["torch"] is False
+    assert seen["worker"] == {"tuner": True, "profiler": False, "settings": seen["client"]["settings"]}
 
 
 def test_two_workers_tune_every_key_once_as_one_process_would(tmp_path: Path) -> None:
