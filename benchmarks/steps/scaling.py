@@ -88,7 +88,8 @@ def speedup_verdicts(rows: dict[str, Any], t: Table) -> None:
     """Per multi-GPU row: the speed-up over the one-GPU row (start-up included), each GPU's busy share,
     and its winners against the one-GPU run's."""
     ones = [row for row in rows.values() if row["gpus"] == 1]
-    if not ones:  # a file of the multi-GPU runs alone: its table comes from it merged with the 1-GPU run's
+    if not ones:  # a file of multi-GPU runs alone: Dask against tune on its host (the speed-ups come
+        _dask_against_tune(rows, t)  # from it merged with the 1-GPU run's)
         return
     one = ones[0]
     keys = len(one["winners"])
@@ -132,6 +133,31 @@ def speedup_verdicts(rows: dict[str, Any], t: Table) -> None:
             f"{close} within 2 % by the 1-GPU run's times, {unseen} not among the times it kept{beyond}",
             "≥ 95 % the same, the rest within 2 %",
             same >= 0.95 * keys and close == len(off),
+        )
+
+
+def _dask_against_tune(rows: dict[str, Any], t: Table) -> None:
+    """Per `--dask local` run with a tune run of as many GPUs beside it: its wall time against tune's, and
+    where its GPUs' time went against theirs."""
+    tunes = {row["gpus"]: row for row in rows.values() if row.get("via") == "tune"}
+    for label, row in rows.items():
+        tune = tunes.get(row["gpus"])
+        if row.get("via") != "dask" or tune is None:
+            continue
+        measured, compiling = (
+            [sum(g[part] for g in r["time_split"]) for r in (row, tune)]
+            for part in ("measuring", "compiling")
+        )
+        starts = [max(g["startup"] for g in r["time_split"]) for r in (row, tune)]
+        t.row(
+            "speedup",
+            f"{label} against {row['gpus']} GPUs, tune, on the same host: wall time with start-up",
+            f"{row['wall_s']:.1f} s vs {tune['wall_s']:.1f} s: **{row['wall_s'] / tune['wall_s']:.2f}x**; "
+            f"measuring {measured[0]:.1f} s vs {measured[1]:.1f} s in all, waiting for compiles "
+            f"{compiling[0]:.1f} s vs {compiling[1]:.1f} s, last GPU's first key {starts[0]:.1f} s vs "
+            f"{starts[1]:.1f} s in",
+            "the same speed",
+            None,
         )
 
 
