@@ -170,6 +170,9 @@ def run_on_dask(
 
 def _items_in_order(request: TuneRequest) -> tuple[list[WorkItem], list[int]]:
     """The run's work items (each worker makes them alike) and the indices of those to tune, in order."""
+    from tuned_kernels.hardware.probe import interpret_without_gpu
+
+    interpret_without_gpu()  # (it imports torch) before the corpus defines its kernels
     from tuned_kernels.aot.tuner import tuning_order
 
     families = select_families(load_corpus(request.corpus), request.kernels)

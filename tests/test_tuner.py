@@ -5,6 +5,7 @@ from __future__ import annotations
 import dataclasses
 import io
 import json
+import os
 import subprocess
 import sys
 from collections.abc import Callable
@@ -622,6 +623,40 @@ def test_workers_started_before_torch_is_imported_join_the_run(tmp_path: Path) -
     assert sorted(e.key[0] for e in read_results(out).entries) == [100, 300, 1000, 3000]
     assert report.failed == [] and {t.gpu for t in report.gpus} == {"GPU 0", "GPU 1"}
     assert not folder.exists()  # the workers' folder goes with them
+
+
+STARTS_BEFORE_TORCH = """
+import sys
+from tuned_kernels.aot import dask_tune, tune_report, workers
+from tuned_kernels.cli import main
+
+def early(request):
+    print("TORCH", "torch" in sys.modules)
+    return None
+
+def on_dask(request, address, created_at, timeout_s):
+    print("TORCH", "torch" in sys.modules)
+    return tune_report.TuneReport(tuned=1)
+
+workers.Workers.early = staticmethod(early)
+dask_tune.run_on_dask = on_dask
+main(["tune", "--corpus", sys.argv[1], "-o", sys.argv[2], *sys.argv[3:]])
+"""
+
+
+@pytest.mark.parametrize("how", [(), ("--dask", "local")], ids=["own-workers", "dask-local"])
+def test_tune_starts_its_workers_or_its_dask_cluster_before_it_imports_torch(
+    tmp_path: Path, how: tuple[str, ...]
+) -> None:
+    """The workers (or a local Dask cluster's) import torch beside the starting process: nothing before
+    them imports it there, even where the interpreter rule must ask torch whether a GPU is here."""
+    env = {k: v for k, v in os.environ.items() if k not in ("TRITON_INTERPRET", "TUNED_KERNELS_TARGET")}
+    done = subprocess.run(
+        [sys.executable, "-c", STARTS_BEFORE_TORCH, PLANTED, str(tmp_path / "r.pb"), *how],
+        capture_output=True, text=True, env=env, cwd=tmp_path, timeout=300,
+    )  # fmt: skip
+    assert done.returncode == 0, done.stderr[-3000:]
+    assert done.stdout.splitlines()[0] == "TORCH False", done.stdout[-2000:]
 
 
 def test_workers_started_for_more_gpus_than_torch_counts_end_quietly_and_the_run_goes_on(

@@ -127,7 +127,7 @@ def cmd_tune(args: argparse.Namespace) -> int:
     from tuned_kernels.results.formats import format_for
 
     format_for(args.output)  # a bad extension fails before any key is tuned
-    if args.dask:
+    if args.dask:  # the client applies the interpreter rule as it loads the corpus, beside the cluster's start
         from tuned_kernels.aot.dask_tune import run_on_dask
 
         report = run_on_dask(request, args.dask, utc_now(), args.dask_timeout)
@@ -136,6 +136,9 @@ def cmd_tune(args: argparse.Namespace) -> int:
 
         early = Workers.early(request)  # before torch is imported here: their imports run beside this one's
         try:
+            from tuned_kernels.hardware.probe import interpret_without_gpu
+
+            interpret_without_gpu()  # (it imports torch) before the corpus defines its kernels
             from tuned_kernels.aot.tune_command import run_tune
 
             report = run_tune(request, utc_now(), early)
