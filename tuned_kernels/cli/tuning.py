@@ -127,7 +127,7 @@ def cmd_tune(args: argparse.Namespace) -> int:
     from tuned_kernels.results.formats import format_for
 
     format_for(args.output)  # a bad extension fails before any key is tuned
-    if args.dask:  # the client applies the interpreter rule as it loads the corpus, beside the cluster's start
+    if args.dask:  # (the client applies the interpreter rule as it loads the corpus, as the cluster starts)
         from tuned_kernels.aot.dask_tune import run_on_dask
 
         report = run_on_dask(request, args.dask, utc_now(), args.dask_timeout)
