@@ -151,11 +151,11 @@ def run_on_dask(
         # once, while the cluster starts
         prepared = preparing.submit(_items_in_order, request)
         with _client(distributed, address, timeout_s) as client:
-            workers = _kinds_of_workers(distributed, client)
+            items, kept = prepared.result()  # (a corpus that cannot load fails here, before any wait)
+            workers = _kinds_of_workers(distributed, client, per_gpu=address == LOCAL)
             spec = worker_spec(request.to_json(), _workers_by_host(client))
             with contextlib.suppress(Exception):  # best effort: a worker that fails here fails its task alike
                 client.run(warm_up, spec)
-            items, kept = prepared.result()
             startup = time.monotonic() - start  # the cluster up, every worker's kind known and warm
             files = _files_for(request, list(workers), created_at)
             reports = _Run(distributed, client, request, spec, items, kept, files, workers).run()
@@ -258,10 +258,11 @@ def _local_workers(address: str) -> list[dict[str, str]]:
     return [{"CUDA_VISIBLE_DEVICES": visible_device_id(gpu)} for gpu in range(gpus)] or [{}]
 
 
-def _kinds_of_workers(distributed: Any, client: Any) -> dict[Kind, int]:
+def _kinds_of_workers(distributed: Any, client: Any, per_gpu: bool = False) -> dict[Kind, int]:
     """The kinds of the cluster's workers (target and compiler, each reported by the worker itself), with
-    how many workers each has. Each worker also holds a resource named for its kind (set by `KindResource`
-    as it starts, again when restarted), which a task for that kind asks for."""
+    how many workers each has; `per_gpu`: a local cluster of a worker per GPU counted, whose workers that
+    see no GPU are retired first (`without_unseen_gpus`). Each worker also holds a resource named for its
+    kind (set by `KindResource` as it starts, again when restarted), which a task for that kind asks for."""
     client.wait_for_workers(1, timeout=120)
     client.register_plugin(_kind_resource_plugin(distributed)(), name="tuned-kernels-kind")
     resources = client.run(_worker_resources)
@@ -271,11 +272,26 @@ def _kinds_of_workers(distributed: Any, client: Any) -> dict[Kind, int]:
             f"worker {missing[0]} declares no {GPU} resource: start one worker per GPU with --resources {GPU}=1"
         )
     reported = client.run(worker_kind)
+    if per_gpu:
+        reported = without_unseen_gpus(client, reported)
     kinds: dict[Kind, int] = {}
     for _, (target, compiler) in sorted(reported.items()):
         kind = Kind.of(target, compiler)
         kinds[kind] = kinds.get(kind, 0) + 1
     return kinds
+
+
+def without_unseen_gpus(
+    client: Any, reported: dict[str, tuple[model.Target, model.CompilerFingerprint]]
+) -> dict[str, tuple[model.Target, model.CompilerFingerprint]]:
+    """The workers of a cluster started per GPU, less those whose GPU CUDA does not show (the driver lists
+    one it cannot use: such a worker reports the cpu target), which are retired: where CUDA shows none
+    (a torch without CUDA), one worker stays, on Triton's interpreter, as one process would run."""
+    cpu = sorted(address for address, (target, _) in reported.items() if target.arch == "cpu")
+    unseen = cpu if len(cpu) < len(reported) else cpu[1:]
+    if unseen:
+        client.retire_workers(workers=unseen, close_workers=True, remove=True)
+    return {address: kind for address, kind in reported.items() if address not in unseen}
 
 
 def _workers_by_host(client: Any) -> dict[str, int]:

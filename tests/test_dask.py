@@ -277,6 +277,32 @@ def test_a_stream_whose_client_is_gone_takes_no_more_keys(monkeypatch: pytest.Mo
     assert not any(claims.take(i) for i in (1, 2)) and queue.values == [1, 2]
 
 
+@pytest.mark.parametrize(
+    ("archs", "kept"),
+    [
+        (["sm90", "cpu", "sm90", "sm90"], ["w0", "w2", "w3"]),  # the driver lists a GPU CUDA does not show
+        (["cpu", "cpu", "cpu"], ["w0"]),  # a torch without CUDA: one worker, on the interpreter
+        (["sm90", "sm90"], ["w0", "w1"]),
+    ],
+)
+def test_a_local_worker_whose_gpu_cuda_does_not_show_is_retired(archs: list[str], kept: list[str]) -> None:
+    """`--dask local` starts a worker per GPU the driver lists; one that CUDA does not show would report
+    the cpu target and tune every key again on the interpreter, into a file of its own."""
+    from tuned_kernels.aot.dask_tune import without_unseen_gpus
+    from tuned_kernels.hardware import target_for_arch
+
+    retired: list[str] = []
+
+    class Client:
+        def retire_workers(self, workers: list[str], close_workers: bool, remove: bool) -> None:
+            assert close_workers and remove
+            retired.extend(workers)
+
+    reported = {f"w{i}": (target_for_arch(arch), None) for i, arch in enumerate(archs)}
+    assert sorted(without_unseen_gpus(Client(), reported)) == kept
+    assert sorted(retired) == sorted(set(reported) - set(kept))
+
+
 def test_each_worker_learns_how_many_of_the_clusters_workers_share_its_host() -> None:
     from tuned_kernels.aot.dask_tune import _workers_by_host
 
