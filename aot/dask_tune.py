@@ -26,19 +26,17 @@ from __future__ import annotations
 
 import contextlib
 import dataclasses
-import logging
-import os
-import socket
 import sys
 import time
 import uuid
-from collections.abc import Iterator, Sequence
+from collections.abc import Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from tuned_kernels.aot.corpus_loader import load_corpus, select_families
+from tuned_kernels.aot.dask_cluster import DEFAULT_TIMEOUT_S, GPU, LOCAL, connect
 from tuned_kernels.aot.dask_worker import (
     END,
     Said,
@@ -52,19 +50,15 @@ from tuned_kernels.aot.kinds import is_choice
 from tuned_kernels.aot.progress import Progress, ProgressEvent
 from tuned_kernels.aot.tune_report import TuneReport, combined, merge_reports, time_split
 from tuned_kernels.aot.tune_request import TuneRequest
-from tuned_kernels.aot.work import WorkItem, visible_device_id, work_items
-from tuned_kernels.aot.workers import listed_gpus, visible_gpus
+from tuned_kernels.aot.work import WorkItem, work_items
 
 from tuned_kernels import model
 from tuned_kernels.errors import TunedKernelsError
 from tuned_kernels.naming import compiler_digest, safe_arch, safe_version
 from tuned_kernels.version import TOOL_VERSION
 
-GPU = "GPU"  # the worker resource a task takes: one GPU
 RETRIES = 2  # a task that raises is tried this many more times (a dead worker's task is re-run anyway)
-LOCAL = "local"
 POLL_S = 0.1  # how often the client asks the streams' queues for keys they finished
-DEFAULT_TIMEOUT_S = 30.0  # how long a scheduler at an address has to answer (--dask-timeout)
 
 
 @dataclass(frozen=True)
@@ -150,7 +144,7 @@ def run_on_dask(
         # the corpus loaded (torch imported), its items and the indices to tune in order: found here,
         # once, while the cluster starts
         prepared = preparing.submit(_items_in_order, request)
-        with _client(distributed, address, timeout_s) as client:
+        with connect(distributed, address, timeout_s) as client:
             items, kept = prepared.result()  # (a corpus that cannot load fails here, before any wait)
             workers = _kinds_of_workers(distributed, client, per_gpu=address == LOCAL)
             spec = worker_spec(request.to_json(), _workers_by_host(client))
@@ -184,78 +178,6 @@ def _absolute(corpus: str) -> str:
     """A corpus file as the workers find it (on another host: at the same path)."""
     target, colon, name = corpus.partition(":")
     return f"{Path(target).resolve()}{colon}{name}" if target.endswith(".py") else corpus
-
-
-@contextlib.contextmanager
-def _client(distributed: Any, address: str, timeout_s: float = DEFAULT_TIMEOUT_S) -> Iterator[Any]:
-    """A client of the cluster at `address` (given `timeout_s` to answer), or of one started here for
-    `local` (a worker per visible GPU, or `local:N`: N workers, each with one GPU resource)."""
-    if address != LOCAL and not address.startswith(f"{LOCAL}:"):
-        reach(address, timeout_s)
-        with distributed.Client(address, timeout=f"{timeout_s}s") as client:
-            yield client
-        return
-    specs = _local_workers(address)
-    options = {
-        "nthreads": 1,
-        "resources": {GPU: 1},
-        "silence_logs": logging.ERROR,
-        "preload": ["tuned_kernels.aot.dask_worker"],  # its imports made as each worker starts
-        "config": {"distributed.worker.profile.enabled": False},  # no stack sampling beside the timer
-    }
-    workers = {
-        f"gpu{i}": {"cls": distributed.Nanny, "options": {**options, "env": env}}
-        for i, env in enumerate(specs)
-    }
-    scheduler = {"cls": distributed.Scheduler, "options": {"dashboard_address": None}}
-    # each worker in this process's environment, as tune's own workers: not Dask's defaults for numpy
-    # workers (one OpenMP thread, the heap trimmed above 64 KiB free), which its nannies set before spawning
-    import dask
-
-    plain = dask.config.set({"distributed.nanny.pre-spawn-environ": {}})
-    with (
-        plain,
-        distributed.SpecCluster(workers=workers, scheduler=scheduler, silence_logs=40) as cluster,
-        distributed.Client(cluster) as client,
-    ):
-        yield client
-
-
-def reach(address: str, timeout_s: float) -> None:
-    """Fails at once when nothing listens at a TCP scheduler's address (a refused connection), and within
-    `timeout_s` when nothing answers; other addresses (tls://, ucx://, a scheduler file) are left to Dask."""
-    scheme, sep, rest = address.partition("://")
-    host_port = rest if sep else scheme
-    if sep and scheme != "tcp":
-        return
-    host, colon, port = host_port.rpartition(":")
-    if not colon or not port.isdigit():
-        return
-    try:
-        socket.create_connection((host.strip("[]"), int(port)), timeout=timeout_s).close()
-    except TimeoutError:
-        raise TunedKernelsError(
-            f"--dask {address}: no answer within {timeout_s:g} s (--dask-timeout)"
-        ) from None
-    except OSError as exc:
-        raise TunedKernelsError(
-            f"--dask {address}: cannot reach the scheduler: {exc.strerror or exc}"
-        ) from None
-
-
-def _local_workers(address: str) -> list[dict[str, str]]:
-    """Each local worker's environment: one per visible GPU (seeing that GPU alone), or `local:N` workers."""
-    _, _, count = address.partition(":")
-    if count:
-        if not count.isdigit() or int(count) < 1:
-            raise TunedKernelsError(f"--dask {address}: want local or local:N with N >= 1")
-        return [{} for _ in range(int(count))]
-    gpus = visible_gpus(os.environ, listed_gpus())
-    if gpus is None:  # not told by the driver's list: CUDA's count
-        import torch
-
-        gpus = torch.cuda.device_count()
-    return [{"CUDA_VISIBLE_DEVICES": visible_device_id(gpu)} for gpu in range(gpus)] or [{}]
 
 
 def _kinds_of_workers(distributed: Any, client: Any, per_gpu: bool = False) -> dict[Kind, int]:

@@ -72,7 +72,7 @@ def test_a_scheduler_address_where_nothing_listens_fails_with_one_line(tmp_path:
 def test_a_scheduler_that_does_not_answer_fails_after_the_stated_timeout(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
-    from tuned_kernels.aot import dask_tune
+    from tuned_kernels.aot import dask_cluster
 
     from tuned_kernels.errors import TunedKernelsError
 
@@ -84,17 +84,17 @@ def test_a_scheduler_that_does_not_answer_fails_after_the_stated_timeout(
 
     monkeypatch.setattr(socket, "create_connection", silent)
     with pytest.raises(TunedKernelsError, match=r"no answer within 7 s \(--dask-timeout\)"):
-        dask_tune.reach("tcp://scheduler.example:8786", 7.0)
+        dask_cluster.reach("tcp://scheduler.example:8786", 7.0)
     assert asked == [7.0]
 
 
 LOCAL_CLUSTER_PROBE = """
 import json, os, sys
 import distributed
-from tuned_kernels.aot import dask_tune
+from tuned_kernels.aot import dask_cluster, dask_tune
 names = ("OMP_NUM_THREADS", "MALLOC_TRIM_THRESHOLD_")  # what Dask's nannies set for numpy workers
 here = {"torch": "torch" in sys.modules, "settings": [os.environ.get(n) for n in names]}
-with dask_tune._client(distributed, "local:1") as client:
+with dask_cluster.connect(distributed, "local:1") as client:
     (worker,) = client.run(lambda: {
         "tuner": "tuned_kernels.aot.tuner" in sys.modules,
         "profiler": __import__("dask").config.get("distributed.worker.profile.enabled"),
