@@ -17,6 +17,15 @@ if TYPE_CHECKING:
     from tuned_kernels.registry.sinks import CaptureSink
 
 CPU = model.Target(vendor="cpu", arch="cpu", device_name="cpu (Triton interpreter)")
+SUITE_SETTINGS = ("TORCHINDUCTOR_VEC_ISA_OK",)  # conftest's settings that a clean environment keeps
+
+
+def suite_settings() -> dict[str, str]:
+    """The suite's own settings (conftest.py) as this process has them: what a helper that starts a program
+    with a clean environment gives it back, so every process of the suite keys Inductor's caches alike."""
+    return {name: os.environ[name] for name in SUITE_SETTINGS if name in os.environ}
+
+
 H100 = model.Target(
     vendor="nvidia", arch="sm90", device_name="NVIDIA H100 80GB HBM3", multiprocessor_count=132
 )

@@ -57,6 +57,7 @@ def run_app(
     script = folder / ("graph_app.py" if capture else "train_step.py")
     shutil.copyfile(APP, script)
     env = {k: v for k, v in os.environ.items() if not k.startswith(("TUNED_KERNELS", "TORCHINDUCTOR"))}
+    env |= factories.suite_settings()
     env |= {"HOME": str(folder), "TORCHINDUCTOR_CACHE_DIR": str(folder / "inductor"),
             "TRITON_CACHE_DIR": str(folder / "triton"), "TUNED_KERNELS_CACHE_DIR": str(folder / "overlay"),
             "TUNED_KERNELS_VERBOSE": "1" if verbose else "0", **extra}  # fmt: skip
@@ -159,6 +160,7 @@ def served_script(script: str, bundle: Path, folder: Path) -> subprocess.Complet
     """`python -c script` in `folder` (its HOME), served from `bundle`, with empty Inductor and overlay caches
     of its own and two Inductor compile workers."""
     env = {k: v for k, v in os.environ.items() if not k.startswith(("TUNED_KERNELS", "TORCHINDUCTOR"))}
+    env |= factories.suite_settings()
     env |= {"TUNED_KERNELS": "1", "TUNED_KERNELS_PATH": str(bundle), "HOME": str(folder),
             "TORCHINDUCTOR_CACHE_DIR": str(folder / "inductor"), "TORCHINDUCTOR_COMPILE_THREADS": "2",
             "TUNED_KERNELS_CACHE_DIR": str(folder / "overlay")}  # fmt: skip

@@ -291,6 +291,7 @@ def _environment(place: Place, parts: tuple[str, ...], bare: bool, extra: dict[s
     env = {
         k: v for k, v in os.environ.items() if not k.startswith(("TUNED_KERNELS", "TORCHINDUCTOR", "TRITON"))
     }
+    env |= factories.suite_settings()
     env |= {"HOME": str(place.root / "home"), "MATRIX_PARTS": ",".join(parts)}
     env |= {"MATRIX_DEVICE": "cuda"} if GPU else {"TRITON_INTERPRET": "1"}
     env |= {"MATRIX_HELION_SEARCH": str(ROOT / "tests"), "HELION_AUTOTUNER": "WallClockSearch"}
