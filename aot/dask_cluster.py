@@ -7,13 +7,12 @@ from __future__ import annotations
 
 import contextlib
 import logging
-import os
 import socket
 from collections.abc import Iterator
 from typing import Any
 
 from tuned_kernels.aot.work import visible_device_id
-from tuned_kernels.aot.workers import listed_gpus, visible_gpus
+from tuned_kernels.aot.workers import gpus_without_torch
 
 from tuned_kernels.errors import TunedKernelsError
 
@@ -86,7 +85,7 @@ def local_workers(address: str) -> list[dict[str, str]]:
         if not count.isdigit() or int(count) < 1:
             raise TunedKernelsError(f"--dask {address}: want local or local:N with N >= 1")
         return [{} for _ in range(int(count))]
-    gpus = visible_gpus(os.environ, listed_gpus())
+    gpus = gpus_without_torch()
     if gpus is None:  # not told by the driver's list: CUDA's count
         import torch
 

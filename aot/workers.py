@@ -52,6 +52,12 @@ def listed_gpus() -> list[str]:
         return []
 
 
+def gpus_without_torch() -> int | None:
+    """How many GPUs CUDA will show this process, told without importing torch (`visible_gpus` of this
+    process's environment and the driver's list); None where that cannot be told so."""
+    return visible_gpus(os.environ, listed_gpus())
+
+
 class Workers:
     """The worker processes of one run, their claims folder and part files (in a folder of their own),
     started for `gpus` GPUs; this process is GPU 0's and writes part 0."""
@@ -78,7 +84,7 @@ class Workers:
     def early(request: TuneRequest) -> Workers | None:
         """The workers of a run on this host's GPUs, started now where they can be counted without torch
         (None: one GPU, or not known)."""
-        gpus = visible_gpus(os.environ, listed_gpus())
+        gpus = gpus_without_torch()
         if gpus is None or gpus < 2:
             return None
         return Workers(dataclasses.replace(request, options=shared_jobs(request.options, gpus)), gpus)
