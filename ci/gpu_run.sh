@@ -6,7 +6,8 @@
 #   STEPS (default: tests and every benchmark step) picks: tests, matrix (tests/test_serving_matrix.py on
 #   the GPU, its table in $OUT/serving-matrix.md), helion, miss (benchmarks/miss.py, with its
 #   MISS_ARGS), predict-first (benchmarks/predict_first_call.py), verify (benchmarks/verify_start.py, on
-#   this machine's CPU: carry cryptography and cffi wheels), timing-noise (benchmarks/timing_noise.py) and/or
+#   this machine's CPU: carry cryptography and cffi wheels), timing-noise (benchmarks/timing_noise.py), card-ranking
+#   (benchmarks/card_ranking.py --from CARD_RANKING_FROM, a speedup result file in the tree) and/or
 #   benchmarks/run.py's --steps.
 #   helion: benchmarks/helion_first_call.py, its HELION_MODES (default all) in HELION_WORK (kept in
 #   $OUT/helion-work.tgz, to carry to the next call: a search of every kernel may take most of one call).
@@ -71,6 +72,11 @@ fi
 if [[ ,$STEPS, == *,verify,* ]]; then
   python3 "$REPO/benchmarks/verify_start.py" --json "$OUT/verify-start.json" 2>&1 | tail -10 || failed=1
   STEPS=${STEPS/verify/}; STEPS=${STEPS//,,/,}; STEPS=${STEPS#,}; STEPS=${STEPS%,}
+fi
+if [[ ,$STEPS, == *,card-ranking,* ]]; then
+  # the configs whose choice differed between runs of a speedup file (CARD_RANKING_FROM), timed on each GPU
+  python3 "$REPO/benchmarks/card_ranking.py" --from "$REPO/$CARD_RANKING_FROM" --json "$OUT/card-ranking.json" 2>&1 | tail -30 || failed=1
+  STEPS=${STEPS/card-ranking/}; STEPS=${STEPS//,,/,}; STEPS=${STEPS#,}; STEPS=${STEPS%,}
 fi
 if [[ ,$STEPS, == *,timing-noise,* ]]; then
   python3 "$REPO/benchmarks/timing_noise.py" ${TIMING_NOISE_ARGS:-} --json "$OUT/timing-noise.json" 2>&1 | tail -12 || failed=1
