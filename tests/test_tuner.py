@@ -26,7 +26,7 @@ from tuned_kernels import model
 from tuned_kernels.errors import TunedKernelsError
 from tuned_kernels.results import read_results
 from tuned_kernels.results.merge import merge_entries
-from tuned_kernels.search import decided, neighbours, retimed, seeded, winner
+from tuned_kernels.search import decided, neighbours, paired, retimed, seeded, winner
 
 PLANTED = str(Path(__file__).parent / "corpora" / "planted.py")
 
@@ -206,8 +206,9 @@ def test_configs_close_to_the_fastest_are_timed_again_in_turn_and_a_slow_window_
     None
 ):
     """A config whose one timing window ran slow (the card's clock) loses to a slower one on a single
-    timing; the configs within 4 % of the fastest are timed twice more, in turn, keeping their least time,
-    so the faster config wins. Configs further away, or a key where only one is close, are not timed again."""
+    timing; the configs within 4 % of the fastest are timed twice more, in turn (the order reversed in the
+    second round), so the faster config wins. Configs further away, or a key where only one is close, are not
+    timed again."""
     space = [model.Config.of({"B": b}, num_warps=4) for b in (16, 32, 64, 128)]
     first = {space[0]: 1.03, space[1]: 1.0, space[2]: 1.5, space[3]: None}  # space[0] really 0.97
     true_ms = {space[0]: 0.97, space[1]: 1.0, space[2]: 1.5}
@@ -218,7 +219,7 @@ def test_configs_close_to_the_fastest_are_timed_again_in_turn_and_a_slow_window_
         return true_ms[config]
 
     times, best = decided(first, space, again)
-    assert timed_again == [space[1], space[0]] * 2  # fastest first, one window of each per round
+    assert timed_again == [space[1], space[0], space[0], space[1]]  # fastest first, then the other way
     assert winner(first, space) == space[1] and best == space[0]
     assert times[space[2]] == 1.5 and times[space[3]] is None
     close = {space[0]: 1.0, space[1]: 1.2}
@@ -230,6 +231,24 @@ def test_configs_close_to_the_fastest_are_timed_again_in_turn_and_a_slow_window_
         raise RuntimeError("out of resources")
 
     assert retimed(first, fails)[0] == first
+
+
+def test_finalists_are_weighed_beside_the_leader_in_each_round_not_by_a_window_that_ran_fast_by_chance() -> (
+    None
+):
+    """The first pass's fastest ran fast by chance (0.95 ms, really 1.0); the card's clock then runs 10 %
+    slow for a whole round. Weighed by each round's times beside the leader, the config really 2 % faster
+    wins, its time the leader's median window times its median ratio to it; the least window of each would
+    keep the lucky one."""
+    space = [model.Config.of({"B": b}, num_warps=4) for b in (16, 32)]
+    first = {space[0]: 0.97, space[1]: 0.95}
+    clock = iter([1.0, 1.0, 1.1, 1.1])  # round 1 at speed, round 2 slow: one factor per window
+    true_ms = {space[0]: 0.98, space[1]: 1.0}
+
+    times, best = decided(first, space, lambda c: true_ms[c] * next(clock))
+    assert best == space[0]
+    assert times[space[1]] == pytest.approx(1.05) and times[space[0]] == pytest.approx(1.05 * 0.98)
+    assert paired(space[1], space, [{space[0]: 2.0}]) == {}  # no round holds the leader: nothing to weigh by
 
 
 @pytest.mark.parametrize("windows", [True, False])

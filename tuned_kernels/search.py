@@ -103,10 +103,12 @@ def contenders(
 
 
 # Before a winner is kept, the configs close to the fastest are timed again, in turn: a whole timing window can
-# run slow (the card's clock, a neighbour's traffic) by more than such configs differ, which the least sample of
-# one window does not see (two quiet passes over a row kernel's configs on one H100: up to 7 % apart). Each
-# finalist keeps its least time over its windows, and the winner is one of them: a config timed once is not
-# weighed against the least of three. A config whose first window ran more than 4 % slow is not timed again.
+# run slow or fast (the card's clock and power, a neighbour's traffic) by more than such configs differ: one
+# config's windows on an H200 spread by 4-16 % over five rounds. Configs timed back to back see the same clock,
+# so each finalist is weighed by its time over the round's leader (the first pass's fastest), the median over
+# the rounds, each round in the other order than the last. Its first-pass time is left out: it was chosen for
+# running fast there, and a window that ran fast by chance would keep it ahead. A config whose first window
+# ran more than 4 % slow is not timed again.
 FINAL_WITHIN = 0.04
 # the fastest of those within FINAL_WITHIN (those within TIE, which the winner is chosen among: all of them)
 FINALISTS = 3
@@ -129,21 +131,46 @@ def finalists(
 def retimed(
     measured: Mapping[Config, float | None], measure: Measure, rounds: int = FINAL_ROUNDS
 ) -> tuple[dict[Config, float | None], list[Config]]:
-    """`measured` with its `finalists` timed `rounds` more times each, in turn (one window of each per round),
-    each keeping its least time, and the finalists (none where `rounds` is 0 or no two are close); a finalist
-    that fails or is rejected on a second timing keeps its first."""
+    """`measured` with its `finalists` timed `rounds` more times each, in turn (one window of each per round,
+    the order reversed each round), and the finalists (none where `rounds` is 0 or no two are close). Each
+    finalist's time becomes the leader's median over the rounds times its `paired` ratio to the leader. A
+    finalist that fails or is rejected on every second timing keeps its first; a round without the leader
+    weighs nothing."""
     times = dict(measured)
     chosen = finalists(measured) if rounds > 0 else []
-    for _ in range(rounds):
-        for config in chosen:
+    windows: list[dict[Config, float]] = []
+    for round_ in range(rounds):
+        window: dict[Config, float] = {}
+        for config in chosen if round_ % 2 == 0 else chosen[::-1]:
             try:
                 again = measure(config)
             except Exception:  # it ran once; a config's failure must not stop the tune
                 again = None
-            first = times[config]
-            if again is not None and first is not None:
-                times[config] = min(first, again)
+            if again is not None and again > 0:
+                window[config] = again
+        windows.append(window)
+    if chosen:
+        times.update(paired(chosen[0], chosen, windows))
     return times, chosen
+
+
+def paired(
+    leader: Config, chosen: Sequence[Config], windows: Sequence[Mapping[Config, float]]
+) -> dict[Config, float]:
+    """The finalists' times from rounds of back-to-back windows: the leader's median window, times each
+    config's median ratio to the leader within a round (none for a config without a round beside it)."""
+    beside = [w for w in windows if leader in w]
+    if not beside:
+        return {}
+    base = _median([w[leader] for w in beside])
+    ratios = {c: [w[c] / w[leader] for w in beside if c in w] for c in chosen}
+    return {c: base * _median(r) for c, r in ratios.items() if r}
+
+
+def _median(values: Sequence[float]) -> float:
+    ordered = sorted(values)
+    middle = len(ordered) // 2
+    return ordered[middle] if len(ordered) % 2 else (ordered[middle - 1] + ordered[middle]) / 2
 
 
 def decided(
