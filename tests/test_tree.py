@@ -56,6 +56,7 @@ TABLED_ELSEWHERE = (
     "-refusal.json",
     "-verify-start.json",
     "-timing-noise.json",
+    "-card-ranking.json",
     "-launch-cost.txt",
 )  # own tables
 

@@ -104,7 +104,7 @@ def contenders(
 
 # Before a winner is kept, the configs close to the fastest are timed again, in turn: a whole timing window can
 # run slow or fast (the card's clock and power, a neighbour's traffic) by more than such configs differ: one
-# config's windows on an H200 spread by 4-16 % over five rounds. Configs timed back to back see the same clock,
+# config's windows on an H200 spread by up to 16 % over five rounds. Configs timed back to back see the same clock,
 # so each finalist is weighed by its time over the round's leader (the first pass's fastest), the median over
 # the rounds, each round in the other order than the last. Its first-pass time is left out: it was chosen for
 # running fast there, and a window that ran fast by chance would keep it ahead. A config whose first window
