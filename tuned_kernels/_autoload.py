@@ -2,8 +2,10 @@
 (0, false, no, off, empty), or a capture is running.
 
 Costs nothing for programs that never use Triton or Inductor: `enable()` runs when the program first
-imports `triton.runtime.autotuner` or `torch._inductor.config`, through one-shot import hooks. A value that
-is neither on nor off leaves serving off, said in one line.
+imports `triton.runtime.autotuner` or `torch._inductor.config`, through one-shot import hooks; Triton's build
+key is remembered between processes from the import of `triton.runtime.cache` on (before the autotuner and
+Inductor take it by name: triton_edge/build_key.py). A value that is neither on nor off leaves serving off,
+said in one line.
 """
 
 from __future__ import annotations
@@ -23,7 +25,14 @@ def _enable(_: ModuleType) -> None:
     tuned_kernels.enable()
 
 
+def _remember_build_key(cache: ModuleType) -> None:
+    from tuned_kernels.triton_edge.build_key import remember
+
+    remember(cache)
+
+
 def install() -> None:
+    when_imported("triton.runtime.cache", _remember_build_key)
     for name in WATCHED:
         when_imported(name, _enable)
 
