@@ -57,6 +57,7 @@ TABLED_ELSEWHERE = (
     "-verify-start.json",
     "-timing-noise.json",
     "-card-ranking.json",
+    "-build-key.json",
     "-launch-cost.txt",
 )  # own tables
 
