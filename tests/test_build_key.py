@@ -24,6 +24,11 @@ def triton_root(tmp_path: Path) -> Path:
     (root / "runtime" / "cache.py").write_text("def triton_key(): ...\n")
     (root / "_C").mkdir()
     (root / "_C" / "libtriton.so").write_bytes(b"\0" * 64)
+    backend = tmp_path / "third_party" / "nvidia"
+    backend.mkdir(parents=True)
+    (backend / "compiler.py").write_text("def compile(): ...\n")
+    (root / "backends").mkdir()
+    (root / "backends" / "nvidia").symlink_to(backend, target_is_directory=True)
     return root
 
 
@@ -56,7 +61,7 @@ def test_the_next_process_takes_the_key_from_the_record_while_the_files_stat_the
     assert compute.calls == 1
 
 
-@pytest.mark.parametrize("change", ["written", "added", "removed"])
+@pytest.mark.parametrize("change", ["written", "added", "removed", "written-through-a-linked-folder"])
 def test_a_triton_file_written_added_or_removed_computes_the_key_again(
     triton_root: Path, tmp_path: Path, change: str
 ) -> None:
@@ -67,14 +72,19 @@ def test_a_triton_file_written_added_or_removed_computes_the_key_again(
         library.write_bytes(b"\1" * 64)  # the same size: the times and the change time move
     elif change == "added":
         (triton_root / "language.py").write_text("x = 1\n")
-    else:
+    elif change == "removed":
         library.unlink()
+    else:  # an editable install links its backends in from elsewhere
+        (triton_root / "backends" / "nvidia" / "compiler.py").write_text("def changed(): ...\n")
     in_a_new_process(triton_root, tmp_path / "cache", compute)
     in_a_new_process(triton_root, tmp_path / "cache", compute)
     assert compute.calls == 2  # once more, then recorded again
 
 
-@pytest.mark.parametrize("record", ["garbage", "another-key-type", "fifo", "folder", "huge"])
+@pytest.mark.parametrize(
+    "record",
+    ["garbage", "another-key-type", "nested-past-the-parser", "fifo", "folder", "huge", "another-users"],
+)
 def test_a_record_that_is_not_one_is_computed_over(triton_root: Path, tmp_path: Path, record: str) -> None:
     folder = tmp_path / "cache"
     folder.mkdir()
@@ -83,12 +93,19 @@ def test_a_record_that_is_not_one_is_computed_over(triton_root: Path, tmp_path: 
         path.write_bytes(b"\xff{not json")
     elif record == "another-key-type":
         path.write_text(json.dumps({"files": "x", "triton_key": ["not", "a", "key"]}))
+    elif record == "nested-past-the-parser":
+        path.write_text("[" * 100_000)
     elif record == "fifo":
         os.mkfifo(path)
     elif record == "folder":
         path.mkdir()
-    else:
+    elif record == "huge":
         path.write_bytes(b" " * (2 << 20))
+    else:
+        if os.getuid() != 0:
+            pytest.skip("giving a file to another user takes root")
+        in_a_new_process(triton_root, folder, Computing())  # a true record, then given to another user
+        os.chown(path, 65534, 65534)
     compute = Computing()
     assert in_a_new_process(triton_root, folder, compute) == KEY
     assert compute.calls == 1

@@ -5,6 +5,7 @@ from __future__ import annotations
 import dataclasses
 import io
 import json
+import math
 import os
 import subprocess
 import sys
@@ -224,7 +225,8 @@ def test_configs_close_to_the_fastest_are_timed_again_in_turn_and_a_slow_window_
     assert times[space[2]] == 1.5 and times[space[3]] is None
     close = {space[0]: 1.0, space[1]: 1.2}
     assert retimed(close, again) == (close, [])  # nothing close: nothing timed again
-    assert retimed(first, lambda c: None) == (first, [space[1], space[0]])  # rejected: keeps its first time
+    assert retimed(first, lambda c: None) == (first, [])  # none ran again: each keeps its first time
+    assert retimed(first, lambda c: math.inf) == (first, [])  # nor does a time that is no time
     assert retimed(first, again, rounds=0) == (first, [])  # the CPU target: no windows to time again
 
     def fails(config: model.Config) -> float:
@@ -248,7 +250,9 @@ def test_finalists_are_weighed_beside_the_leader_in_each_round_not_by_a_window_t
     times, best = decided(first, space, lambda c: true_ms[c] * next(clock))
     assert best == space[0]
     assert times[space[1]] == pytest.approx(1.05) and times[space[0]] == pytest.approx(1.05 * 0.98)
-    assert paired(space[1], space, [{space[0]: 2.0}]) == {}  # no round holds the leader: nothing to weigh by
+    times, weighed = retimed(first, lambda c: None if c == space[1] else true_ms[c])
+    assert weighed == [space[0]] and times == {space[0]: 0.98, space[1]: None}  # failed again: left out
+    assert paired(space, [{space[0]: 2.0}, {}]) == {space[0]: 2.0}  # the leader is the one timed again
 
 
 @pytest.mark.parametrize("windows", [True, False])

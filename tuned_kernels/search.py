@@ -132,10 +132,10 @@ def retimed(
     measured: Mapping[Config, float | None], measure: Measure, rounds: int = FINAL_ROUNDS
 ) -> tuple[dict[Config, float | None], list[Config]]:
     """`measured` with its `finalists` timed `rounds` more times each, in turn (one window of each per round,
-    the order reversed each round), and the finalists (none where `rounds` is 0 or no two are close). Each
-    finalist's time becomes the leader's median over the rounds times its `paired` ratio to the leader. A
-    finalist that fails or is rejected on every second timing keeps its first; a round without the leader
-    weighs nothing."""
+    the order reversed each round), and the finalists weighed: each one's time becomes its `paired` time.
+    A finalist that fails or is rejected on every second timing, where others ran, is left out (None, as a
+    rejected config); where none ran again (or `rounds` is 0, or no two are close), every one keeps its
+    first time and none is weighed."""
     times = dict(measured)
     chosen = finalists(measured) if rounds > 0 else []
     windows: list[dict[Config, float]] = []
@@ -146,22 +146,24 @@ def retimed(
                 again = measure(config)
             except Exception:  # it ran once; a config's failure must not stop the tune
                 again = None
-            if again is not None and again > 0:
+            if again is not None and math.isfinite(again) and again > 0:
                 window[config] = again
         windows.append(window)
-    if chosen:
-        times.update(paired(chosen[0], chosen, windows))
-    return times, chosen
+    weighed = paired(chosen, windows)
+    if weighed:
+        times.update({c: weighed.get(c) for c in chosen})
+    return times, [c for c in chosen if c in weighed]
 
 
-def paired(
-    leader: Config, chosen: Sequence[Config], windows: Sequence[Mapping[Config, float]]
-) -> dict[Config, float]:
-    """The finalists' times from rounds of back-to-back windows: the leader's median window, times each
-    config's median ratio to the leader within a round (none for a config without a round beside it)."""
-    beside = [w for w in windows if leader in w]
-    if not beside:
+def paired(chosen: Sequence[Config], windows: Sequence[Mapping[Config, float]]) -> dict[Config, float]:
+    """The finalists' times from rounds of back-to-back windows: the leader's median window times each
+    config's median ratio to the leader within a round. The leader is the finalist timed again most often
+    (the first-pass fastest of those); a config never timed beside it gets no time."""
+    present = [c for c in chosen if any(c in w for w in windows)]
+    if not present:
         return {}
+    leader = max(present, key=lambda c: sum(c in w for w in windows))  # the first of the most timed
+    beside = [w for w in windows if leader in w]
     base = _median([w[leader] for w in beside])
     ratios = {c: [w[c] / w[leader] for w in beside if c in w] for c in chosen}
     return {c: base * _median(r) for c, r in ratios.items() if r}
@@ -180,7 +182,8 @@ def decided(
     rounds: int = FINAL_ROUNDS,
 ) -> tuple[dict[Config, float | None], Config | None]:
     """The times once the finalists were timed again (`retimed`), and the config to keep: the `winner` of
-    the finalists where there are some (each timed as often as the others), else of every config measured."""
+    the finalists weighed where there are some (each weighed beside the same leader), else of every config
+    measured."""
     times, chosen = retimed(measured, measure, rounds)
     return times, winner({c: times[c] for c in chosen} or times, space)
 
