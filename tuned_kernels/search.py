@@ -104,11 +104,13 @@ def contenders(
 
 # Before a winner is kept, the configs close to the fastest are timed again, in turn: a whole timing window can
 # run slow or fast (the card's clock and power, a neighbour's traffic) by more than such configs differ: one
-# config's windows on an H200 spread by up to 16 % over five rounds. Configs timed back to back see the same clock,
-# so each finalist is weighed by its time over the round's leader (the first pass's fastest), the median over
-# the rounds, each round in the other order than the last. Its first-pass time is left out: it was chosen for
-# running fast there, and a window that ran fast by chance would keep it ahead. A config whose first window
-# ran more than 4 % slow is not timed again.
+# config's windows on an H200 spread by up to 16 % over five rounds. Configs timed back to back share more of the
+# card's state than windows apart, so each finalist is weighed by its time over the round's leader (the first
+# pass's fastest), the median over the rounds, each round in the other order than the last. Its first-pass time
+# is left out: it was chosen for running fast there, and a window that ran fast by chance would keep it ahead.
+# (Measured on 62 keys, this did not make two runs keep the same winners more often: times also move between
+# runs by more than near-equal configs differ, BENCHMARKS.md.) A config whose first window ran more than 4 %
+# slow is not timed again.
 FINAL_WITHIN = 0.04
 # the fastest of those within FINAL_WITHIN (those within TIE, which the winner is chosen among: all of them)
 FINALISTS = 3
