@@ -12,6 +12,7 @@ from pathlib import Path
 
 import pytest
 
+from tuned_kernels.triton_edge import build_key
 from tuned_kernels.triton_edge.build_key import record_path, remembered
 
 KEY = "3.9.0" + "-".join(["ab" * 32] * 3)
@@ -109,6 +110,16 @@ def test_a_record_that_is_not_one_is_computed_over(triton_root: Path, tmp_path: 
     compute = Computing()
     assert in_a_new_process(triton_root, folder, compute) == KEY
     assert compute.calls == 1
+
+
+def test_a_triton_folder_past_the_files_bound_is_not_recorded_and_its_key_is_computed(
+    triton_root: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(build_key, "MAX_FILES", 2)  # the planted folder holds 3
+    compute = Computing()
+    assert in_a_new_process(triton_root, tmp_path / "cache", compute) == KEY
+    assert in_a_new_process(triton_root, tmp_path / "cache", compute) == KEY
+    assert compute.calls == 2 and not (tmp_path / "cache").exists()
 
 
 def test_a_cache_folder_that_cannot_be_written_leaves_the_key_computed(

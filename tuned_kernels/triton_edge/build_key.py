@@ -26,6 +26,7 @@ from pathlib import Path
 from types import ModuleType
 
 MAX_RECORD_BYTES = 1 << 20
+MAX_FILES = 50_000  # Triton 3.9 holds about 600: a folder past this is not stat'ed (the key computed instead)
 RECORD_PREFIX = "triton-key-"
 
 
@@ -33,7 +34,8 @@ def files_state(root: Path) -> str:
     """A digest of every file under `root` as `stat` sees it (its path, size, times and inode), bytecode
     folders left out, linked folders followed (an editable install links Triton's backends and language
     extras in from elsewhere) and named with their targets: it changes when any file is written, added,
-    removed or replaced, or a link is pointed elsewhere."""
+    removed or replaced, or a link is pointed elsewhere. Raises `OSError` past `MAX_FILES` files (a link
+    into a large tree): such a folder is not worth stat'ing."""
     lines, seen = [], set()
     for folder, dirs, files in os.walk(root, followlinks=True):
         with contextlib.suppress(OSError):
@@ -48,6 +50,8 @@ def files_state(root: Path) -> str:
             if os.path.islink(path):
                 with contextlib.suppress(OSError):
                     lines.append(f"{os.path.relpath(path, root)}\0->{os.readlink(path)}")
+        if len(lines) + len(files) > MAX_FILES:
+            raise OSError(f"more than {MAX_FILES} files under {root}")
         for name in sorted(files):
             path = os.path.join(folder, name)
             with contextlib.suppress(OSError):
