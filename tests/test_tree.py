@@ -11,6 +11,7 @@ import re
 import subprocess
 import sys
 from pathlib import Path
+from typing import Any
 
 ROOT = Path(__file__).resolve().parents[1]
 ROOMS = ("hardware", "aot", "packager", "registry", "tuned_kernels", "benchmarks")
@@ -273,3 +274,44 @@ def test_the_quality_and_tune_verdicts_read_a_report_of_their_own(tmp_path: Path
         in out
     )
     assert "| tune | our tune wall vs pure benchmark time | 50.0 s vs 40.0 s = 1.25x" in out
+
+
+def test_a_speedup_file_without_a_one_gpu_run_says_so_for_each_run_it_cannot_weigh(tmp_path: Path) -> None:
+    """A call that ran only multi-GPU runs (the 1-GPU run in another call's file) prints each run's wall time
+    and that the file holds nothing to weigh it against, instead of a table with no rows; a Dask run with a
+    tune run of as many GPUs beside it is weighed against that."""
+    split = [{"gpu": "gpu0", "measuring": 90.0, "compiling": 1.0, "startup": 7.7}]
+
+    def run(via: str, gpus: int, wall: float) -> dict[str, Any]:
+        return {"via": via, "gpus": gpus, "wall_s": wall, "tuned": 62, "time_split": split}
+
+    path = tmp_path / "speedup.json"
+    path.write_text(
+        json.dumps(
+            {"speedup": {"4 GPUs, Dask": run("dask", 4, 106.5), "2 GPUs, Dask": run("dask", 2, 187.4)}}
+        )
+    )
+    out = subprocess.run(
+        [sys.executable, str(ROOT / "benchmarks" / "run.py"), "--table-from", str(path)],
+        capture_output=True, text=True, timeout=120, check=True,
+    ).stdout  # fmt: skip
+    assert (
+        "| speedup | 4 GPUs, Dask: wall time with start-up | 106.5 s (62 keys); no 1-GPU run in this file"
+        in out
+    )
+    assert (
+        "| speedup | 2 GPUs, Dask: wall time with start-up | 187.4 s (62 keys); no 1-GPU run in this file"
+        in out
+    )
+    path.write_text(
+        json.dumps(
+            {"speedup": {"4 GPUs, Dask": run("dask", 4, 106.5), "4 GPUs, tune": run("tune", 4, 100.9)}}
+        )
+    )
+    out = subprocess.run(
+        [sys.executable, str(ROOT / "benchmarks" / "run.py"), "--table-from", str(path)],
+        capture_output=True, text=True, timeout=120, check=True,
+    ).stdout  # fmt: skip
+    assert (
+        "| speedup | 4 GPUs, Dask against 4 GPUs, tune, on the same host" in out and "no 1-GPU run" not in out
+    )

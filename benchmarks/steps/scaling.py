@@ -138,11 +138,22 @@ def speedup_verdicts(rows: dict[str, Any], t: Table) -> None:
 
 def _dask_against_tune(rows: dict[str, Any], t: Table) -> None:
     """Per `--dask local` run with a tune run of as many GPUs beside it: its wall time against tune's, and
-    where its GPUs' time went against theirs."""
+    where its GPUs' time went against theirs; every other run, its wall time and that this file holds
+    nothing to weigh it against."""
     tunes = {row["gpus"]: row for row in rows.values() if row.get("via") == "tune"}
     for label, row in rows.items():
         tune = tunes.get(row["gpus"])
         if row.get("via") != "dask" or tune is None:
+            if not (row.get("via") == "tune" and any(r.get("via") == "dask" and r["gpus"] == row["gpus"]
+                                                     for r in rows.values())):  # fmt: skip
+                t.row(
+                    "speedup",
+                    f"{label}: wall time with start-up",
+                    f"{row['wall_s']:.1f} s ({row['tuned']} keys); no 1-GPU run in this file to weigh it "
+                    "against: merge it with the file that has one (--table-from FILE FILE)",
+                    f"≥ {GOALS.get(row['gpus'], 0.9 * row['gpus'])}x a 1-GPU run of the same host",
+                    None,
+                )
             continue
         measured, compiling = (
             [sum(g[part] for g in r["time_split"]) for r in (row, tune)]
