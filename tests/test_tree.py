@@ -11,7 +11,6 @@ import re
 import subprocess
 import sys
 from pathlib import Path
-from typing import Any
 
 ROOT = Path(__file__).resolve().parents[1]
 ROOMS = ("hardware", "aot", "packager", "registry", "tuned_kernels", "benchmarks")
@@ -282,36 +281,22 @@ def test_a_speedup_file_without_a_one_gpu_run_says_so_for_each_run_it_cannot_wei
     tune run of as many GPUs beside it is weighed against that."""
     split = [{"gpu": "gpu0", "measuring": 90.0, "compiling": 1.0, "startup": 7.7}]
 
-    def run(via: str, gpus: int, wall: float) -> dict[str, Any]:
-        return {"via": via, "gpus": gpus, "wall_s": wall, "tuned": 62, "time_split": split}
+    def table_of(*runs: tuple[str, str, int, float]) -> str:
+        rows = {label: {"via": via, "gpus": gpus, "wall_s": wall, "tuned": 62, "time_split": split}
+                for label, via, gpus, wall in runs}  # fmt: skip
+        path = tmp_path / "speedup.json"
+        path.write_text(json.dumps({"speedup": rows}))
+        return subprocess.run(
+            [sys.executable, str(ROOT / "benchmarks" / "run.py"), "--table-from", str(path)],
+            capture_output=True, text=True, timeout=120, check=True,
+        ).stdout  # fmt: skip
 
-    path = tmp_path / "speedup.json"
-    path.write_text(
-        json.dumps(
-            {"speedup": {"4 GPUs, Dask": run("dask", 4, 106.5), "2 GPUs, Dask": run("dask", 2, 187.4)}}
+    alone = table_of(("4 GPUs, Dask", "dask", 4, 106.5), ("2 GPUs, Dask", "dask", 2, 187.4))
+    for label, wall in (("4 GPUs, Dask", "106.5"), ("2 GPUs, Dask", "187.4")):
+        assert (
+            f"| speedup | {label}: wall time with start-up | {wall} s (62 keys); no 1-GPU run in this file"
+            in alone
         )
-    )
-    out = subprocess.run(
-        [sys.executable, str(ROOT / "benchmarks" / "run.py"), "--table-from", str(path)],
-        capture_output=True, text=True, timeout=120, check=True,
-    ).stdout  # fmt: skip
-    assert (
-        "| speedup | 4 GPUs, Dask: wall time with start-up | 106.5 s (62 keys); no 1-GPU run in this file"
-        in out
-    )
-    assert (
-        "| speedup | 2 GPUs, Dask: wall time with start-up | 187.4 s (62 keys); no 1-GPU run in this file"
-        in out
-    )
-    path.write_text(
-        json.dumps(
-            {"speedup": {"4 GPUs, Dask": run("dask", 4, 106.5), "4 GPUs, tune": run("tune", 4, 100.9)}}
-        )
-    )
-    out = subprocess.run(
-        [sys.executable, str(ROOT / "benchmarks" / "run.py"), "--table-from", str(path)],
-        capture_output=True, text=True, timeout=120, check=True,
-    ).stdout  # fmt: skip
-    assert (
-        "| speedup | 4 GPUs, Dask against 4 GPUs, tune, on the same host" in out and "no 1-GPU run" not in out
-    )
+    beside = table_of(("4 GPUs, Dask", "dask", 4, 106.5), ("4 GPUs, tune", "tune", 4, 100.9))
+    assert "| speedup | 4 GPUs, Dask against 4 GPUs, tune, on the same host" in beside
+    assert "no 1-GPU run" not in beside
