@@ -8,6 +8,7 @@ neighbour improves, so good seeds make the search much shorter without constrain
 from __future__ import annotations
 
 import math
+import statistics
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import TypeVar
 
@@ -166,15 +167,9 @@ def paired(chosen: Sequence[Config], windows: Sequence[Mapping[Config, float]]) 
         return {}
     leader = max(present, key=lambda c: sum(c in w for w in windows))  # the first of the most timed
     beside = [w for w in windows if leader in w]
-    base = _median([w[leader] for w in beside])
+    base = statistics.median([w[leader] for w in beside])
     ratios = {c: [w[c] / w[leader] for w in beside if c in w] for c in chosen}
-    return {c: base * _median(r) for c, r in ratios.items() if r}
-
-
-def _median(values: Sequence[float]) -> float:
-    ordered = sorted(values)
-    middle = len(ordered) // 2
-    return ordered[middle] if len(ordered) % 2 else (ordered[middle - 1] + ordered[middle]) / 2
+    return {c: base * statistics.median(r) for c, r in ratios.items() if r}
 
 
 def decided(

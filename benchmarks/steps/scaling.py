@@ -141,11 +141,11 @@ def _dask_against_tune(rows: dict[str, Any], t: Table) -> None:
     where its GPUs' time went against theirs; every other run, its wall time and that this file holds
     nothing to weigh it against."""
     tunes = {row["gpus"]: row for row in rows.values() if row.get("via") == "tune"}
+    dasks = {row["gpus"] for row in rows.values() if row.get("via") == "dask"}
     for label, row in rows.items():
-        tune = tunes.get(row["gpus"])
-        if row.get("via") != "dask" or tune is None:
-            if not (row.get("via") == "tune" and any(r.get("via") == "dask" and r["gpus"] == row["gpus"]
-                                                     for r in rows.values())):  # fmt: skip
+        tune = tunes.get(row["gpus"]) if row.get("via") == "dask" else None
+        if tune is None:
+            if not (row.get("via") == "tune" and row["gpus"] in dasks):  # (that one is weighed below)
                 t.row(
                     "speedup",
                     f"{label}: wall time with start-up",

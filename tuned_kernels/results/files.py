@@ -10,6 +10,7 @@ Writing is atomic: a temporary file in the same directory, fsync'd, then renamed
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import os
 import stat
@@ -180,6 +181,15 @@ def write_atomic(path: Path, data: bytes) -> None:
 
 
 def _umask() -> int:
+    """The process's umask, read where the kernel shows it (Linux: /proc/self/status), so that no other
+    thread creates a file under a umask set for a moment to read it; elsewhere set and put back."""
+    with (
+        contextlib.suppress(OSError, ValueError),
+        open("/proc/self/status", encoding="ascii", errors="replace") as status,
+    ):
+        for line in status:
+            if line.startswith("Umask:"):
+                return int(line.split()[1], 8)
     mask = os.umask(0o022)
     os.umask(mask)
     return mask

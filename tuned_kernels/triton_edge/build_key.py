@@ -20,7 +20,6 @@ import hashlib
 import json
 import os
 import stat
-import tempfile
 from collections.abc import Callable
 from pathlib import Path
 from types import ModuleType
@@ -99,25 +98,13 @@ def remembered(compute: Callable[[], str], root: Path, folder: Callable[[], Path
         if key is None:
             key = compute()
             with contextlib.suppress(Exception):  # the key stands, recorded or not
-                _write_record(path, {"files": state, "triton_key": key})
+                from tuned_kernels.results.files import write_atomic
+
+                write_atomic(path, json.dumps({"files": state, "triton_key": key}).encode("utf-8"))
         return key
 
     triton_key.tuned_kernels_remembered = True  # type: ignore[attr-defined]
     return triton_key
-
-
-def _write_record(path: Path, record: dict[str, str]) -> None:
-    """Written whole or not at all (a private file, renamed into place: readers see the old record or the
-    new one); the process's umask is left alone, as a compile thread may be creating files meanwhile."""
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, temporary = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
-    try:
-        with os.fdopen(fd, "w", encoding="utf-8") as f:
-            f.write(json.dumps(record))
-        os.replace(temporary, path)
-    except BaseException:
-        Path(temporary).unlink(missing_ok=True)
-        raise
 
 
 def remember(cache: ModuleType) -> None:
