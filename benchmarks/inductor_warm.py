@@ -35,9 +35,10 @@ def case_name(model: str, mode: str, train: bool) -> str:
     return f"{model} {mode}{' train' if train else ''}"
 
 
-def run(bench: Bench, repeats: int, cases: list[tuple[str, str, bool]]) -> None:
+def run(bench: Bench, repeats: int, cases: list[tuple[str, str, bool]], on_cuda1: bool = False) -> None:
     """Measures each (model, mode, train) case into bench.report["graphs"], and once per model (and
-    training or not) default mode with no caches into bench.report["graphs_default"]."""
+    training or not) default mode with no caches into bench.report["graphs_default"]. `on_cuda1` (a machine
+    of two GPUs): the bundle, captured on cuda:0, served to the program on cuda:1 too, in the same rounds."""
 
     def fresh(**extra: str) -> dict[str, str]:
         return bench.env(
@@ -69,6 +70,9 @@ def run(bench: Bench, repeats: int, cases: list[tuple[str, str, bool]]) -> None:
             served = fresh(TUNED_KERNELS="1", TUNED_KERNELS_PATH=bundle)
             rows.setdefault("warm_caches", []).append(model_run(argv, {**warm, "TUNED_KERNELS": "1"}))
             rows.setdefault("bundle_only", []).append(model_run(argv, served))
+            if on_cuda1:
+                moved = fresh(TUNED_KERNELS="1", TUNED_KERNELS_PATH=bundle, INDUCTOR_MODEL_GPU="1")
+                rows.setdefault("bundle_on_cuda1", []).append(model_run(argv, moved))
             if len(defaults.get(baseline, [])) < repeats:  # the baseline once per model
                 defaults.setdefault(baseline, []).append(model_run([model, "default", *tail], fresh()))
         out[case_name(model, mode, train)] = rows
@@ -112,6 +116,30 @@ def verdicts(report: dict[str, Any], row: Callable[[str, str, str, str, bool | N
             and timed == 0
             and work == 0
             and warm_step / STEP_VS_WARM <= step <= STEP_VS_WARM * warm_step,
+        )
+
+
+def on_another_gpu(report: dict[str, Any], row: Callable[[str, str, str, str, bool | None], None]) -> None:
+    """A row per case measured on cuda:1 too: the bundle captured on cuda:0, served on cuda:1 (every graph
+    found and moved, nothing tuned, the outputs cuda:0's) against the same bundle served on cuda:0."""
+    for name, m in report.get("graphs", {}).items():
+        moved = m.get("bundle_on_cuda1")
+        if not moved:
+            continue
+        here = float(statistics.median(x["first_call_s"] for x in m["bundle_only"]))
+        there = float(statistics.median(x["first_call_s"] for x in moved))
+        compiled = max(x["fxgraph_misses"] + x["autograd_misses"] for x in moved)
+        work = max(sum(x["first_call_work"].values()) + x["gemm_choices_benchmarked"] for x in moved)
+        same = {x["output_digest"] for x in moved} <= {x["output_digest"] for x in m["bundle_only"]}
+        devices = sorted({x.get("device", "?") for x in moved})
+        row(
+            "graphs",
+            f"torch.compile {name}: the bundle captured on cuda:0 served on {', '.join(devices)} (median of "
+            f"{len(moved)} fresh processes, empty caches) vs served on cuda:0",
+            f"{there:.2f} s vs {here:.2f} s = **{there / here:.2f}x**; graphs compiled {compiled}, tuned at the "
+            f"first call {work}; outputs {'the same as' if same else 'NOT the same as'} on cuda:0",
+            "0 compiled, 0 tuned, the same outputs",
+            compiled == 0 and work == 0 and same,
         )
 
 

@@ -83,7 +83,8 @@ def run_step(bench: Bench, step: str, args: argparse.Namespace) -> None:
         inductor.run(bench, args.repeats, args.models.split(","))
     elif step == "graphs":
         cases = [c.split(":") for c in args.graph_cases.split(",")]
-        inductor_warm.run(bench, args.repeats, [(c[0], c[1], c[2:] == ["train"]) for c in cases])
+        cases_run = [(c[0], c[1], c[2:] == ["train"]) for c in cases]
+        inductor_warm.run(bench, args.repeats, cases_run, on_cuda1=args.graphs_on_cuda1)
     elif step == "scaling":
         scaling.run(bench, args.scaling_budget)
     elif step == "dask":
@@ -136,6 +137,11 @@ def main() -> None:
         default="mlp:max-autotune-no-cudagraphs,mlp:default,llama:max-autotune-no-cudagraphs,llama:default,"
         "decoder:max-autotune-no-cudagraphs,decoder:default,decoder:max-autotune-no-cudagraphs:train",
         help="MODEL:MODE[:train],... (graphs)",
+    )
+    parser.add_argument(
+        "--graphs-on-cuda1",
+        action="store_true",
+        help="graphs: also serve each capture (made on cuda:0) to the program on cuda:1 (two GPUs)",
     )
     parser.add_argument("--programs", default=",".join(PROGRAMS), help="real programs (programs)")
     parser.add_argument("--entries", type=int, default=100_000, help="entries of the synthetic bundle (load)")

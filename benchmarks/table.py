@@ -26,6 +26,7 @@ class Table:
 def table(report: dict[str, Any]) -> str:
     t = Table()
     inductor_warm.verdicts(report, t.row)
+    inductor_warm.on_another_gpu(report, t.row)
     quality.choices_verdicts(report, t)
     for step in (inductor, programs, cold, hot, quality, tune, load, scaling, miss, helion, predict):
         step.verdicts(report, t)

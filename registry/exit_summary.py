@@ -83,6 +83,11 @@ def graphs_line(graphs: dict[str, Any]) -> str:
             if graphs.get("files_removed")
             else ""
         )
+        + (
+            f"; made on another GPU, moved to this one: {graphs['moved_to_this_gpu']}"
+            if graphs.get("moved_to_this_gpu")
+            else ""
+        )
         + ("; torch's source hash from the bundle" if graphs.get("torch_key_from_bundle") else "")
         + (
             f"; C++ objects found under the capture's install paths: {graphs['objects_from_another_install']}"

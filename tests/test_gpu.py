@@ -573,6 +573,40 @@ def test_a_training_step_served_from_a_capture_compiles_no_graph(tmp_path: Path)
     assert served["fxgraph_hits"] == captured["fxgraph_misses"] and served["autograd_hits"] >= 1
 
 
+def _gpus() -> int:
+    import torch
+
+    return torch.cuda.device_count()
+
+
+@pytest.mark.parametrize(
+    "args", [("llama-small", "max-autotune-no-cudagraphs"), ("bmm-decoder", "default", "train")], ids="-".join
+)
+def test_graphs_captured_on_cuda0_are_served_on_cuda1_with_nothing_compiled_or_tuned(
+    tmp_path: Path, args: tuple[str, ...]
+) -> None:
+    """A capture made on the first GPU, served to the same program on the second: every graph found
+    (FX-graph and AOTAutograd, forward and backward), moved to cuda:1 as it loads, nothing tuned at the first
+    call, and the outputs those of eager PyTorch on cuda:1 (the program checks them) and of the capture."""
+    if _gpus() < 2:
+        pytest.skip("needs two GPUs")
+    model = ModelRuns(tmp_path, *args)
+    bundle = tmp_path / "model.pb.zst"
+    captured = model.run("capture", sys.executable, "-m", "tuned_kernels", "capture", "-o", str(bundle), "--")
+    served = model.run("served", TUNED_KERNELS="1", TUNED_KERNELS_PATH=str(bundle), INDUCTOR_MODEL_GPU="1")
+    assert (captured["device"], served["device"]) == ("cuda:0", "cuda:1")
+    assert (served["fxgraph_misses"], served["autograd_misses"], served["gemm_choices_benchmarked"]) == (
+        0,
+        0,
+        0,
+    )
+    assert served["fxgraph_hits"] == captured["fxgraph_misses"]
+    assert served["first_call_work"] == dict.fromkeys(captured["first_call_work"], 0), served[
+        "first_call_tuned"
+    ]
+    assert served["output_digest"] == captured["output_digest"]
+
+
 def test_kernels_coordinate_descent_tuned_at_capture_run_their_configs_untuned_where_served(
     tmp_path: Path,
 ) -> None:

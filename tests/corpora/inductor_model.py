@@ -286,6 +286,8 @@ def graph_counts() -> dict[str, int]:
 def main() -> None:
     name, mode = sys.argv[1], sys.argv[2]
     train = sys.argv[3:] == ["train"]
+    if os.environ.get("INDUCTOR_MODEL_GPU"):  # the GPU "cuda" names here (cuda:1: a capture's graphs moved)
+        torch.cuda.set_device(int(os.environ["INDUCTOR_MODEL_GPU"]))
     from torch._inductor import select_algorithm
 
     autotunings: list[tuple[str, int]] = []
@@ -359,6 +361,7 @@ def main() -> None:
                 "model": name,
                 "mode": mode,
                 "train": train,
+                "device": str(x.device),
                 "first_call_s": round(first, 3),
                 "gemm_autotunings": len(autotunings),
                 "gemm_choices_benchmarked": sum(n for _, n in autotunings),

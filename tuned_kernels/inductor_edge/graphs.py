@@ -272,7 +272,9 @@ def graph_counts() -> dict[str, int]:
     if counters is None:
         return {}
     inductor, aot = counters.get("inductor", {}), counters.get("aot_autograd", {})
+    moves = sys.modules.get("tuned_kernels.inductor_edge.graph_moves")
     return {
+        "moved_to_this_gpu": len(moves.moved()) if moves is not None else 0,
         "fxgraph_hits": int(inductor.get("fxgraph_cache_hit", 0)),
         "fxgraph_misses": int(inductor.get("fxgraph_cache_miss", 0)),
         "fxgraph_bypassed": int(inductor.get("fxgraph_cache_bypass", 0)),

@@ -19,7 +19,7 @@ from typing import Any
 
 from tuned_kernels import model
 from tuned_kernels.errors import one_line, warn
-from tuned_kernels.inductor_edge import reduction_choices, unloadable
+from tuned_kernels.inductor_edge import graph_moves, reduction_choices, unloadable
 from tuned_kernels.inductor_edge.hook_id import hook_uuid
 from tuned_kernels.post_import import when_imported
 
@@ -70,6 +70,7 @@ def install(stored: Stored = lambda _: (), place_graphs: PlaceGraphs = lambda: N
             f"torch._inductor.config.inductor_choices_class is set to {getattr(current, '__name__', current)}"
             " by the program: Inductor's GEMM choices are not served"
         )
+    when_imported("torch._inductor.codecache", graph_moves.install)
     _fill_autotune_cache(stored)
     reduction_choices.serve(stored(reduction_choices.identity()))
     place_graphs()

@@ -109,6 +109,13 @@ def serve(entries: Iterable[model.Entry]) -> None:
             _chosen[str(choice["module"])] = launch_of(entry.best)
 
 
+def also_named(module: str, was: str) -> None:
+    """The kernel module `was`, its code moved to another GPU, is `module` now: the choice held for it, if
+    any, holds for `module` too."""
+    if was in _chosen:
+        _chosen.setdefault(module, _chosen[was])
+
+
 def stop() -> None:
     """Inductor halves and times as it does without tuned-kernels."""
     _chosen.clear()

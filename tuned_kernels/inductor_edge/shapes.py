@@ -72,6 +72,16 @@ INDUCTOR_CPP_LOAD = Shape(
     calls=("load_async", "write"),
 )  # fmt: skip
 
+INDUCTOR_DEVICE_KEYS = Shape(
+    "torch._inductor.codecache", "FxGraphCachePickler", ("dumps",),
+    "a graph compiled on one GPU is compiled again on another GPU of the machine",
+)  # fmt: skip
+INDUCTOR_DEVICE_LOADS = Shape(
+    "torch._inductor.codecache", "FxGraphCache", ("_lookup_graph", "cache_hit_post_compile"),
+    "a graph compiled on one GPU is compiled again on another GPU of the machine",
+    calls=("_lookup_graph", "cache_hit_post_compile"),
+)  # fmt: skip
+
 SHAPES = (
     INDUCTOR_GRAPH_LOAD,
     *INDUCTOR_CHOICES,
@@ -84,4 +94,6 @@ SHAPES = (
     INDUCTOR_COMPILE_POOL,
     INDUCTOR_CPP_WRITE,
     INDUCTOR_CPP_LOAD,
+    INDUCTOR_DEVICE_KEYS,
+    INDUCTOR_DEVICE_LOADS,
 )

@@ -1,0 +1,164 @@
+"""A compiled graph made on one GPU is found, and runs, on another GPU of the machine: keyed as if on cuda:0,
+and moved as it loads (tuned_kernels/inductor_edge/graph_moves.py). On the CPU: the keys Inductor computes
+for graphs whose inputs are fake CUDA tensors, and the move of generated code as Inductor writes it (the
+GPU run serves a real capture on cuda:1: test_serving_matrix.py's two-GPU rows)."""
+
+from __future__ import annotations
+
+import textwrap
+from pathlib import Path
+from types import SimpleNamespace
+from typing import Any
+
+import pytest
+
+from tuned_kernels.inductor_edge.device_index import indices_named, renumbered, single_cuda_index
+
+pytestmark = pytest.mark.timeout(300)
+
+PROPERTIES = (
+    "DeviceProperties(type='cuda', index=0, multi_processor_count=132, cc=90, major=9, "
+    "regs_per_multiprocessor=65536, max_threads_per_multi_processor=2048, warp_size=32)"
+)
+SIGNATURE = "{'in_ptr0': '*fp32', 'out_ptr0': '*fp32', 'xnumel': 'i32'}"
+KERNEL = textwrap.dedent(f"""
+    import triton
+    import triton.language as tl
+    from torch._inductor.runtime import triton_helpers, triton_heuristics
+    from torch._inductor.runtime.hints import AutotuneHint, ReductionHint, TileHint, DeviceProperties
+
+    @triton_heuristics.pointwise(
+        size_hints={{'x': 4}}, filename=__file__,
+        triton_meta={{'signature': {SIGNATURE}, 'device': {PROPERTIES}, 'constants': {{}}}},
+        inductor_meta={{'kernel_name': 'triton_poi_fused_add_0', 'mutated_arg_names': []}},
+        min_elem_per_thread=0
+    )
+    @triton.jit
+    def triton_poi_fused_add_0(in_ptr0, out_ptr0, xnumel, XBLOCK : tl.constexpr):
+        xindex = tl.program_id(0) * XBLOCK + tl.arange(0, XBLOCK)[:]
+        tl.store(out_ptr0 + xindex, tl.load(in_ptr0 + xindex) + xindex.to(tl.float32), xindex < xnumel)
+""")  # fmt: skip
+
+WRAPPER = (
+    "from torch._C import _cuda_getCurrentRawStream as get_raw_stream\n"
+    f"triton_poi_fused_add_0 = async_compile.triton('triton_poi_fused_add_0', '''{KERNEL}''', device_str='cuda')\n"
+    + textwrap.dedent("""
+    def call(args):
+        arg0_1, = args
+        args.clear()
+        with torch.cuda._DeviceGuard(0):
+            torch.cuda.set_device(0)
+            buf0 = empty_strided_cuda((4, ), (1, ), torch.float32)
+            stream0 = get_raw_stream(0)
+            triton_poi_fused_add_0.run(arg0_1, buf0, 4, stream=stream0)
+            buf1 = torch.ops.aten.full.default([4], 1.0, device=device(type='cuda', index=0), pin_memory=False)
+        return (buf0, buf1, )
+    """)
+)  # fmt: skip
+
+
+def test_every_way_inductor_writes_a_device_index_is_found() -> None:
+    assert indices_named(WRAPPER) == {0}
+    assert indices_named("x.to('cuda:3'); torch.cuda.set_device(2)") == {2, 3}
+    assert indices_named("xindex = 1; device(type='cuda'); index=4") == set()
+
+
+def test_renumbered_code_names_only_the_new_index() -> None:
+    moved = renumbered(WRAPPER, 0, 1)
+    assert moved is not None and indices_named(moved) == {1}
+    for written in (
+        "_DeviceGuard(1)",
+        "set_device(1)",
+        "get_raw_stream(1)",
+        "index=1, multi_processor_count",
+    ):
+        assert written in moved
+    assert moved.replace("1", "0") == WRAPPER.replace("1", "0")  # nothing else changed
+
+
+def test_code_naming_two_gpus_is_not_renumbered() -> None:
+    assert renumbered(WRAPPER + "\nbuf2 = buf0.to(device(type='cuda', index=1))\n", 0, 1) is None
+
+
+def test_the_single_cuda_index_of_inputs() -> None:
+    def on(kind: str, index: int | None) -> Any:
+        return SimpleNamespace(device=SimpleNamespace(type=kind, index=index))
+
+    assert single_cuda_index([on("cuda", 1), on("cuda", 1), 3]) == 1
+    assert single_cuda_index([on("cuda", 1), on("cuda", 0)]) is None
+    assert single_cuda_index([on("cpu", None), 2.0]) is None
+    assert single_cuda_index([on("cuda", None)]) is None
+
+
+def _graph_key(index: int, named: int | None = None) -> str:
+    """Inductor's key for `x + arange(4)`, x on fake cuda:`index`, the arange made on cuda:`named`."""
+    import torch
+    from torch._guards import TracingContext, tracing
+    from torch._inductor import codecache
+    from torch._subclasses.fake_tensor import FakeTensorMode
+
+    graph = torch.fx.Graph()
+    x = graph.placeholder("x")
+    device = torch.device("cuda", index if named is None else named)
+    made = graph.call_function(torch.ops.aten.arange.default, (4,), {"device": device})
+    graph.output(graph.call_function(torch.ops.aten.add.Tensor, (x, made)))
+    gm = torch.fx.GraphModule(torch.nn.Module(), graph)
+    with FakeTensorMode() as mode:
+        example = torch.empty(4, device=f"cuda:{index}")
+    with tracing(TracingContext(mode)):
+        return str(codecache.compiled_fx_graph_hash(gm, [example], {}, [])[0])
+
+
+def test_a_graph_on_another_gpu_is_keyed_as_on_cuda0_and_one_naming_two_gpus_is_not() -> None:
+    from torch._inductor import codecache
+
+    from tuned_kernels.inductor_edge import graph_moves
+
+    before = _graph_key(0)
+    if not getattr(codecache, "tuned_kernels_moves", False):
+        assert _graph_key(1) != before  # Inductor's own key holds the index
+    graph_moves.install(codecache)
+    assert _graph_key(0) == before  # on cuda:0 the key is Inductor's own: bundles made before are found
+    assert _graph_key(1) == before
+    assert _graph_key(3) == before
+    assert _graph_key(1, named=0) != before  # inputs on cuda:1, a tensor made on cuda:0: another program
+    assert _graph_key(0, named=1) != before
+
+
+def _found(source: str) -> Any:
+    """A graph as Inductor unpickles one from its cache, compiled for cuda:0."""
+    return SimpleNamespace(
+        source_code=source, cache_key="c-old", device_idxs=[0], device_types=["cuda"], constants=None,
+        torchbind_constants={}, _triton_bundle=None,
+    )  # fmt: skip
+
+
+def test_a_graph_found_for_cuda0_is_moved_with_its_kernels_tuned_config(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("TORCHINDUCTOR_CACHE_DIR", str(tmp_path))
+    from tuned_kernels.inductor_edge import graph_moves
+
+    was = graph_moves._best_config(graph_moves._kernel_module(KERNEL))
+    assert was is not None and str(was).startswith(str(tmp_path))
+    was.parent.mkdir(parents=True)
+    was.write_text('{"XBLOCK": 4, "num_warps": 1, "num_stages": 1, "configs_hash": "ab"}')
+    graph = _found(WRAPPER)
+    assert graph_moves.move(graph, 1)
+    assert indices_named(graph.source_code) == {1} and graph.device_idxs == [1]
+    assert graph.cache_key != "c-old"
+    (moved_kernel,) = graph_moves.kernel_sources(graph.source_code)
+    now = graph_moves._best_config(graph_moves._kernel_module(moved_kernel))
+    assert now is not None and now != was and now.read_text() == was.read_text()
+    assert graph_moves.moved()[-1] == (0, 1)
+
+
+def test_a_graph_found_where_it_runs_is_left_as_it_is_and_one_naming_two_gpus_is_not_moved() -> None:
+    from tuned_kernels.inductor_edge import graph_moves
+
+    graph = _found(WRAPPER)
+    assert graph_moves.move(graph, 0) and graph.source_code == WRAPPER and graph.cache_key == "c-old"
+    spanning = _found(WRAPPER + "\nbuf2 = buf0.to(device(type='cuda', index=1))\n")
+    assert not graph_moves.move(spanning, 1)
+    spanning.device_idxs = [0, 1]
+    assert not graph_moves.move(spanning, 1)
