@@ -4,8 +4,8 @@
 #   for the tests of real programs and Helion also fla-core, liger-kernel, helion and filecheck; for the
 #   dask step dask, distributed and the few of their dependencies the machine lacks).
 #   STEPS (default: tests and every benchmark step) picks: tests, matrix (tests/test_serving_matrix.py on
-#   the GPU, its table in $OUT/serving-matrix.md; MATRIX_K: pytest's -k, to run some rows), helion, miss (benchmarks/miss.py, with its
-#   MISS_ARGS), predict-first (benchmarks/predict_first_call.py), verify (benchmarks/verify_start.py, on
+#   the GPU, its table in $OUT/serving-matrix.md; MATRIX_ROWS: parts of row names, to run some), helion,
+#   miss (benchmarks/miss.py, with its MISS_ARGS), predict-first (benchmarks/predict_first_call.py), verify (benchmarks/verify_start.py, on
 #   this machine's CPU: carry cryptography and cffi wheels), timing-noise (benchmarks/timing_noise.py), card-ranking
 #   (benchmarks/card_ranking.py --from CARD_RANKING_FROM, a speedup result file in the tree) and/or
 #   benchmarks/run.py's --steps.
@@ -47,7 +47,7 @@ fi
 if [[ ,$STEPS, == *,matrix,* ]]; then
   # where a bundle is served and where not, on this GPU: the table goes to $OUT/serving-matrix.md
   PYTHONPATH=$PYTHONPATH:$REPO TUNED_KERNELS_GPU_TESTS=1 MATRIX_TABLE="$OUT/serving-matrix.md" python3 -m pytest -q -p no:cacheprovider \
-    --import-mode=importlib "$REPO/tests/test_serving_matrix.py" -k "${MATRIX_K:-}" > "$OUT/matrix-tests.log" 2>&1 || { echo "MATRIX FAILED"; failed=1; }
+    --import-mode=importlib "$REPO/tests/test_serving_matrix.py" > "$OUT/matrix-tests.log" 2>&1 || { echo "MATRIX FAILED"; failed=1; }
   tail -25 "$OUT/matrix-tests.log"; cat "$OUT/serving-matrix.md" 2>/dev/null
   STEPS=${STEPS/matrix/}; STEPS=${STEPS//,,/,}; STEPS=${STEPS#,}; STEPS=${STEPS%,}
 fi
