@@ -162,3 +162,11 @@ def test_a_graph_found_where_it_runs_is_left_as_it_is_and_one_naming_two_gpus_is
     assert not graph_moves.move(spanning, 1)
     spanning.device_idxs = [0, 1]
     assert not graph_moves.move(spanning, 1)
+
+
+def test_the_summary_counts_the_graphs_moved_to_this_gpu() -> None:
+    from tuned_kernels.registry.exit_summary import graphs_line
+
+    counted = {"fxgraph_hits": 2, "files_placed": 3, "files_present": 0, "moved_to_this_gpu": 2}
+    assert "made on another GPU, moved to this one: 2" in graphs_line(counted)
+    assert "moved" not in graphs_line({**counted, "moved_to_this_gpu": 0})
