@@ -80,6 +80,22 @@ def test_code_naming_two_gpus_is_not_renumbered() -> None:
     assert renumbered(WRAPPER + "\nbuf2 = buf0.to(device(type='cuda', index=1))\n", 0, 1) is None
 
 
+@pytest.mark.parametrize(
+    "code",
+    [
+        "kernel_meta = DeviceProperties(type='hip', index=0, cc='gfx942')",  # ROCm
+        "AOTICudaGuard device_guard(0);",  # C++ wrapper code
+        "aoti_torch_get_current_cuda_stream(0, (void**)&stream0);",
+        "to = x.to(0)",  # an index given as a bare integer
+        "y = x.cuda(0)",
+        "buf = torch.empty(4, device = 0)",
+        "with torch.cuda.device(0): pass",
+    ],
+)
+def test_code_naming_a_device_in_a_way_not_rewritten_is_not_renumbered(code: str) -> None:
+    assert renumbered(f"{WRAPPER}\n{code}\n", 0, 1) is None
+
+
 def test_the_single_cuda_index_of_inputs() -> None:
     def on(kind: str, index: int | None) -> Any:
         return SimpleNamespace(device=SimpleNamespace(type=kind, index=index))
@@ -90,23 +106,42 @@ def test_the_single_cuda_index_of_inputs() -> None:
     assert single_cuda_index([on("cuda", None)]) is None
 
 
-def _graph_key(index: int, named: int | None = None) -> str:
-    """Inductor's key for `x + arange(4)`, x on fake cuda:`index`, the arange made on cuda:`named`."""
+def _graph(named: int, bare: bool = False) -> Any:
+    """The FX graph of `x + arange(4)`, the arange made on cuda:`named` (`bare`: `x.to(named)` instead)."""
     import torch
-    from torch._guards import TracingContext, tracing
-    from torch._inductor import codecache
-    from torch._subclasses.fake_tensor import FakeTensorMode
 
     graph = torch.fx.Graph()
     x = graph.placeholder("x")
-    device = torch.device("cuda", index if named is None else named)
-    made = graph.call_function(torch.ops.aten.arange.default, (4,), {"device": device})
+    if bare:
+        made = graph.call_method("to", (x, named))
+    else:
+        made = graph.call_function(
+            torch.ops.aten.arange.default, (4,), {"device": torch.device("cuda", named)}
+        )
     graph.output(graph.call_function(torch.ops.aten.add.Tensor, (x, made)))
-    gm = torch.fx.GraphModule(torch.nn.Module(), graph)
+    return torch.fx.GraphModule(torch.nn.Module(), graph)
+
+
+def _keyed(index: int, key: Any, gm: Any) -> str:
+    """`key(gm, [x])` with x a fake tensor on cuda:`index`."""
+    import torch
+    from torch._guards import TracingContext, tracing
+    from torch._subclasses.fake_tensor import FakeTensorMode
+
     with FakeTensorMode() as mode:
         example = torch.empty(4, device=f"cuda:{index}")
     with tracing(TracingContext(mode)):
-        return str(codecache.compiled_fx_graph_hash(gm, [example], {}, [])[0])
+        return str(key(gm, [example]))
+
+
+def _graph_key(index: int, named: int | None = None, bare: bool = False, boxed: int | None = None) -> str:
+    """Inductor's FX-graph key for `_graph`, x on fake cuda:`index` (`boxed`: the backward's forward index)."""
+    from torch._inductor import codecache
+    from torch._inductor.cudagraph_utils import BoxedDeviceIndex
+
+    kwargs = {} if boxed is None else {"boxed_forward_device_index": BoxedDeviceIndex(boxed)}
+    gm = _graph(index if named is None else named, bare)
+    return _keyed(index, lambda g, xs: codecache.compiled_fx_graph_hash(g, xs, kwargs, [])[0], gm)
 
 
 def test_a_graph_on_another_gpu_is_keyed_as_on_cuda0_and_one_naming_two_gpus_is_not() -> None:
@@ -123,6 +158,24 @@ def test_a_graph_on_another_gpu_is_keyed_as_on_cuda0_and_one_naming_two_gpus_is_
     assert _graph_key(3) == before
     assert _graph_key(1, named=0) != before  # inputs on cuda:1, a tensor made on cuda:0: another program
     assert _graph_key(0, named=1) != before
+    assert _graph_key(1, bare=True) != _graph_key(0, bare=True)  # `x.to(1)`: not rewritten, Inductor's key
+    assert _graph_key(1, boxed=1) == _graph_key(0, boxed=0) != _graph_key(1, boxed=0)  # a backward's forward
+
+
+def test_aotautograd_keys_a_graph_on_another_gpu_as_on_cuda0() -> None:
+    """The AOTAutograd key's pickler, which reduces the graph module its own way on later torch."""
+    from torch._functorch._aot_autograd import autograd_cache
+    from torch._inductor import codecache
+
+    from tuned_kernels.inductor_edge import graph_moves
+
+    graph_moves.install(codecache)
+
+    def pickled(gm: Any, _: Any) -> bytes:
+        return bytes(autograd_cache.AOTAutogradCachePickler(gm).dumps(gm))
+
+    key = graph_moves._keyed_as_cuda0(pickled)
+    assert _keyed(1, key, _graph(1)) == _keyed(0, key, _graph(0)) != _keyed(1, pickled, _graph(1))
 
 
 def _found(source: str) -> Any:
@@ -139,6 +192,10 @@ def test_a_graph_found_for_cuda0_is_moved_with_its_kernels_tuned_config(
     monkeypatch.setenv("TORCHINDUCTOR_CACHE_DIR", str(tmp_path))
     from tuned_kernels.inductor_edge import graph_moves
 
+    monkeypatch.setattr(
+        graph_moves, "capability", lambda index: 90
+    )  # cuda:1, an H100 as the kernels' cc says
+
     was = graph_moves._best_config(graph_moves._kernel_module(KERNEL))
     assert was is not None and str(was).startswith(str(tmp_path))
     was.parent.mkdir(parents=True)
@@ -153,9 +210,12 @@ def test_a_graph_found_for_cuda0_is_moved_with_its_kernels_tuned_config(
     assert graph_moves.moved()[-1] == (0, 1)
 
 
-def test_a_graph_found_where_it_runs_is_left_as_it_is_and_one_naming_two_gpus_is_not_moved() -> None:
+def test_a_graph_found_where_it_runs_is_left_as_it_is_and_one_naming_two_gpus_is_not_moved(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
     from tuned_kernels.inductor_edge import graph_moves
 
+    monkeypatch.setattr(graph_moves, "capability", lambda index: 90)
     graph = _found(WRAPPER)
     assert graph_moves.move(graph, 0) and graph.source_code == WRAPPER and graph.cache_key == "c-old"
     spanning = _found(WRAPPER + "\nbuf2 = buf0.to(device(type='cuda', index=1))\n")
@@ -170,3 +230,11 @@ def test_the_summary_counts_the_graphs_moved_to_this_gpu() -> None:
     counted = {"fxgraph_hits": 2, "files_placed": 3, "files_present": 0, "moved_to_this_gpu": 2}
     assert "made on another GPU, moved to this one: 2" in graphs_line(counted)
     assert "moved" not in graphs_line({**counted, "moved_to_this_gpu": 0})
+
+
+def test_a_graph_is_not_moved_to_a_gpu_of_another_compute_capability(monkeypatch: pytest.MonkeyPatch) -> None:
+    from tuned_kernels.inductor_edge import graph_moves
+
+    monkeypatch.setattr(graph_moves, "capability", lambda index: 80)  # cuda:1 an A100 beside an H100
+    graph = _found(WRAPPER)
+    assert not graph_moves.move(graph, 1) and graph.source_code == WRAPPER

@@ -15,6 +15,14 @@ MENTION = re.compile(
 )
 
 
+# ways code names a device that `renumbered` does not rewrite: a graph holding one keeps Inductor's own key
+# and is not moved (C++ wrapper code, ROCm's device properties, an index given as a bare integer)
+UNMOVED = re.compile(
+    r"type='hip'|device_guard\(|get_current_cuda_stream\(|device_type_cuda"
+    r"|\.(?:to|cuda)\(\s*\d|\bdevice\s*=\s*\d|cuda\.device\(\s*\d"
+)
+
+
 def indices_named(code: str) -> set[int]:
     """Every CUDA device index `code` names in one of the ways Inductor writes one."""
     return {int(found["index"]) for found in MENTION.finditer(code)}
@@ -22,8 +30,9 @@ def indices_named(code: str) -> set[int]:
 
 def renumbered(code: str, old: int, new: int) -> str | None:
     """`code` with each mention of CUDA device `old` naming `new` instead; None where it names another index
-    too (a graph spanning GPUs: its indices are the program's, not where it happens to run)."""
-    if not indices_named(code) <= {old}:
+    too (a graph spanning GPUs: its indices are the program's, not where it happens to run), or names a
+    device in a way this does not rewrite (`UNMOVED`)."""
+    if not indices_named(code) <= {old} or UNMOVED.search(code):
         return None
     return MENTION.sub(lambda found: f"{found['before']}{new}", code)
 

@@ -8,15 +8,18 @@ was compiled on (pytorch#196153). With tuned-kernels on:
 
 - **Keys.** A graph whose inputs are all on one GPU, and whose FX code names no other, is keyed as if that
   GPU were `cuda:0` (on `cuda:0` nothing changes: bundles made before are found as ever). A graph naming
-  several GPUs keeps Inductor's own key.
+  several GPUs keeps Inductor's own key, and so do AOTAutograd entries that hold their graphs (a setting).
 - **Loads.** A graph found that was compiled for another index is moved to the one its inputs are on as it
   loads: its code names the new index (the kernels' device properties among it, so each kernel loads its
-  binary onto this GPU), its constants move there, its Triton binaries go to this index's Triton cache
-  folder, and Inductor's tuned configs for its kernels (named by each kernel's source, which now names the
-  new index) are copied to the moved kernels' names, as are their reduction choices. Its statically
-  launched kernels are left out: they load the usual way, from the Triton cache folder.
-- A graph whose code names its GPU in a way this does not know (or another GPU too) is not moved: a miss,
-  said once; Inductor compiles it as it would.
+  binary onto this GPU), its constants are copied there (unpickled onto the old index first), its Triton
+  binaries go to this index's Triton cache folder, and Inductor's tuned configs for its kernels (named by
+  each kernel's source, which now names the new index) are copied to the moved kernels' names, as are their
+  reduction choices. Its statically launched kernels are left out: they load the usual way, from the Triton
+  cache folder.
+- Only the ways Inductor's Python wrapper names a device are rewritten (`device_index.MENTION`). A graph
+  naming one otherwise (C++ wrapper code, ROCm's device properties, an index given as a bare integer, as in
+  `x.to(1)`) keeps Inductor's own key; one found for another index whose kernels were compiled for another
+  compute capability than this GPU's is not moved: a miss, said once, and Inductor compiles it as it would.
 
 A graph cached by a run without tuned-kernels on `cuda:1` is keyed by index 1, so runs with it on do not
 find that one (on `cuda:0` they do)."""
@@ -28,6 +31,8 @@ import contextlib
 import copy
 import dataclasses
 import functools
+import re
+import sys
 import threading
 from collections.abc import Callable
 from pathlib import Path
@@ -42,6 +47,7 @@ from tuned_kernels.inductor_edge.shapes import INDUCTOR_DEVICE_KEYS, INDUCTOR_DE
 from tuned_kernels.internals import holds
 
 AOT_MODULE = "torch._functorch._aot_autograd.autograd_cache"
+COMPUTE_CAPABILITY = re.compile(r"DeviceProperties\(type='cuda', index=\d+, [^)]*?\bcc=(\d+)")
 MAX_MOVED_SOURCE = 64 << 20  # a graph's generated code larger than this is not parsed for its kernels
 _keying = threading.local()  # .index: the GPU keyed as cuda:0 while a key is computed; .foreign: another seen
 _loading = threading.local()  # .index: the GPU the inputs of the graph being looked up are on
@@ -64,7 +70,10 @@ def install(codecache: ModuleType) -> None:
     cache.cache_hit_post_compile = staticmethod(_moved_on_hit(cache.cache_hit_post_compile))
     from tuned_kernels.post_import import when_imported
 
+    # the AOTAutograd module may be the one importing this one (not yet whole): tried again once Inductor's
+    # compile entry is imported, which imports it whole, before any graph is keyed
     when_imported(AOT_MODULE, _install_aot_keys)
+    when_imported("torch._inductor.compile_fx", lambda _: _install_aot_keys(sys.modules.get(AOT_MODULE)))
 
 
 def moved() -> list[tuple[int, int]]:
@@ -72,13 +81,19 @@ def moved() -> list[tuple[int, int]]:
     return list(_moved)
 
 
-def _install_aot_keys(autograd_cache: ModuleType) -> None:
+def _install_aot_keys(autograd_cache: ModuleType | None) -> None:
     key = getattr(autograd_cache, "autograd_cache_key", None)
     pickler = getattr(autograd_cache, "AOTAutogradCachePickler", None)
-    if callable(key) and isinstance(pickler, type):
-        if "reducer_override" in vars(pickler):  # its own (later torch): wrapped too
-            _override_reductions(pickler)
-        autograd_cache.autograd_cache_key = _keyed_as_cuda0(key, aot=True)  # type: ignore[attr-defined]
+    if (
+        getattr(autograd_cache, "tuned_kernels_moves", False)
+        or not callable(key)
+        or not isinstance(pickler, type)
+    ):
+        return  # done, or not whole yet
+    autograd_cache.tuned_kernels_moves = True  # type: ignore[union-attr]
+    if "reducer_override" in vars(pickler):  # its own (later torch): wrapped too
+        _override_reductions(pickler)
+    autograd_cache.autograd_cache_key = _keyed_as_cuda0(key, aot=True)  # type: ignore[union-attr]
 
 
 def _keyed_as_cuda0(compute: Callable[..., Any], aot: bool = False) -> Callable[..., Any]:
@@ -86,13 +101,17 @@ def _keyed_as_cuda0(compute: Callable[..., Any], aot: bool = False) -> Callable[
     def keyed(gm: Any, example_inputs: Any, *args: Any, **kwargs: Any) -> Any:
         index = single_cuda_index(example_inputs)
         if not index or (aot and _bundled_aot_entries()):  # cuda:0, none or several: Inductor's own key
-            return compute(gm, example_inputs, *args, **kwargs)
+            index = None
+        outer = (getattr(_keying, "index", None), getattr(_keying, "foreign", False))
         _keying.index, _keying.foreign = index, False
         try:
             key = compute(gm, example_inputs, *args, **kwargs)
+            if _keying.foreign:  # it names another GPU too, or names one in a way not moved: Inductor's own
+                _keying.index = None
+                key = compute(gm, example_inputs, *args, **kwargs)
+            return key
         finally:
-            foreign, _keying.index = _keying.foreign, None
-        return compute(gm, example_inputs, *args, **kwargs) if foreign else key
+            _keying.index, _keying.foreign = outer
 
     return keyed
 
@@ -111,7 +130,12 @@ def _override_reductions(pickler: type) -> None:
 
     def reducer_override(self: Any, obj: Any) -> Any:
         index = getattr(_keying, "index", None)
-        reduced = _as_on_cuda0(self, obj, index, own) if index is not None else None
+        reduced = None
+        if index is not None:
+            try:
+                reduced = _as_on_cuda0(self, obj, index, own)
+            except Exception:  # laid out otherwise than this expects: the key Inductor makes itself
+                _keying.foreign = True
         if reduced is not None:
             return reduced
         return own(self, obj) if own is not None else NotImplemented
@@ -149,16 +173,15 @@ def _graph_module_as_on_cuda0(pickler: Any, gm: Any, index: int, own: Callable[.
     if reduced is NotImplemented:
         reducer = pickler.dispatch_table.get(type(gm))
         reduced = reducer(gm) if reducer is not None else gm.__reduce__()
-    try:
-        function, (data, *rest) = reduced
-        data = {**data, "_code": renumbered(data["_code"], index, 0)}
-    except (TypeError, ValueError, KeyError):  # reduced otherwise than torch does today: Inductor's own key
+    function, arguments = reduced
+    nested = isinstance(arguments[0], tuple)  # (fn, ((state, imports),)) rather than (fn, (state, imports))
+    data, *rest = arguments[0] if nested else arguments
+    moved = renumbered(data["_code"], index, 0)
+    if moved is None:
         _keying.foreign = True
         return None
-    if data["_code"] is None:
-        _keying.foreign = True
-        return None
-    return (function, (data, *rest))
+    state = ({**data, "_code": moved}, *rest)
+    return (function, (state,) if nested else state)
 
 
 def _looked_up_on_inputs(lookup: Callable[..., Any]) -> Callable[..., Any]:
@@ -199,15 +222,32 @@ def move(graph: Any, new: int) -> bool:
             return False
         (old,) = indices
         source = renumbered(graph.source_code, old, new)
-        if source is None or indices_named(source) != {new}:
+        if source is None or not indices_named(source) <= {new} or not _compiled_for(source, new):
             return False
         _copy_kernel_choices(graph.source_code, old, new)
         _moved_fields(graph, source, old, new)
-    except (AttributeError, TypeError, ValueError, OSError) as exc:  # a graph laid out otherwise: a miss
-        _say_once("layout", f"a compiled graph found for another GPU was not moved: {exc}")
+    except Exception as exc:  # a graph laid out otherwise, a GPU that cannot take it: a miss
+        _say_once(
+            "layout", f"a compiled graph found for another GPU was not moved: {type(exc).__name__}: {exc}"
+        )
         return False
     _moved.append((old, new))
     return True
+
+
+def _compiled_for(source: str, index: int) -> bool:
+    """Whether every kernel of `source` was compiled for the compute capability of CUDA device `index` (a
+    machine may hold GPUs of two kinds)."""
+    here = capability(index)
+    return all(int(cc) == here for cc in COMPUTE_CAPABILITY.findall(source))
+
+
+def capability(index: int) -> int:
+    """CUDA device `index`'s compute capability as Inductor writes it in a kernel's device properties (90)."""
+    import torch
+    from torch._inductor.runtime.hints import DeviceProperties
+
+    return int(DeviceProperties.create(torch.device("cuda", index)).cc)
 
 
 def _moved_fields(graph: Any, source: str, old: int, new: int) -> None:
