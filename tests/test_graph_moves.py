@@ -238,3 +238,23 @@ def test_a_graph_is_not_moved_to_a_gpu_of_another_compute_capability(monkeypatch
     monkeypatch.setattr(graph_moves, "capability", lambda index: 80)  # cuda:1 an A100 beside an H100
     graph = _found(WRAPPER)
     assert not graph_moves.move(graph, 1) and graph.source_code == WRAPPER
+
+
+def test_a_graph_that_cannot_be_moved_gives_way_to_the_one_compiled_here_under_its_key(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """Inductor compiles a graph whose cached entry could not be moved and saves it under the same key: its
+    next look-up there passes over the entry it cannot move to the one it compiled."""
+    from tuned_kernels.inductor_edge import graph_moves
+
+    monkeypatch.setattr(graph_moves, "capability", lambda index: 90)
+    unmovable = _found(WRAPPER + "\nbuf2 = buf0.to(device(type='cuda', index=1))\n")
+    compiled_here = _found(renumbered(WRAPPER, 0, 1))
+    compiled_here.device_idxs = [1]
+    entries = graph_moves._movable_candidates(
+        lambda cls, key: iter([(unmovable, b"a", True), (compiled_here, b"b", True)])
+    )
+    lookup = graph_moves._looked_up_on_inputs(lambda key, inputs: list(entries(None, key)))
+    on_cuda1 = SimpleNamespace(device=SimpleNamespace(type="cuda", index=1))
+    assert lookup("k", [on_cuda1]) == [(compiled_here, b"b", True)]
+    assert len(lookup("k", [3.0])) == 2  # no GPU in the look-up: Inductor's own choice

@@ -19,7 +19,8 @@ was compiled on (pytorch#196153). With tuned-kernels on:
 - Only the ways Inductor's Python wrapper names a device are rewritten (`device_index.MENTION`). A graph
   naming one otherwise (C++ wrapper code, ROCm's device properties, an index given as a bare integer, as in
   `x.to(1)`) keeps Inductor's own key; one found for another index whose kernels were compiled for another
-  compute capability than this GPU's is not moved: a miss, said once, and Inductor compiles it as it would.
+  compute capability than this GPU's is not moved: a miss, said once, and Inductor compiles it as it would
+  (Inductor's next look-up of that key passes over it to the graph it compiled here).
 
 A graph cached by a run without tuned-kernels on `cuda:1` is keyed by index 1, so runs with it on do not
 find that one (on `cuda:0` they do)."""
@@ -67,6 +68,7 @@ def install(codecache: ModuleType) -> None:
     _override_reductions(codecache.FxGraphCachePickler)
     cache = codecache.FxGraphCache
     cache._lookup_graph = staticmethod(_looked_up_on_inputs(cache._lookup_graph))
+    cache.iterate_over_candidates = classmethod(_movable_candidates(cache.iterate_over_candidates.__func__))
     cache.cache_hit_post_compile = staticmethod(_moved_on_hit(cache.cache_hit_post_compile))
     from tuned_kernels.post_import import when_imported
 
@@ -196,43 +198,90 @@ def _looked_up_on_inputs(lookup: Callable[..., Any]) -> Callable[..., Any]:
     return looked_up
 
 
+def _movable_candidates(candidates: Callable[..., Any]) -> Callable[..., Any]:
+    """The cache's entries for a key, less those that cannot run on the GPU being looked up for: a graph for
+    another GPU that cannot be moved gives way to one Inductor compiled here under the same key after it."""
+
+    @functools.wraps(candidates)
+    def movable_candidates(cls: Any, *args: Any, **kwargs: Any) -> Any:
+        index = getattr(_loading, "index", None)
+        for found in candidates(cls, *args, **kwargs):
+            if index is None or movable(found[0], index):
+                yield found
+            else:
+                _say_unmovable(index)
+
+    return movable_candidates
+
+
+def _say_unmovable(index: int) -> None:
+    _say_once(
+        "unmovable",
+        f"a compiled graph found for another GPU could not be moved to cuda:{index} (its code names its GPU "
+        "in a way tuned-kernels does not move, or its kernels were compiled for another kind of GPU); "
+        "Inductor compiles it",
+    )
+
+
 def _moved_on_hit(post_compile: Callable[..., Any]) -> Callable[..., Any]:
     @functools.wraps(post_compile)
     def moved_hit(graph: Any, cache_info: Any, constants: Any) -> Any:
         index = getattr(_loading, "index", None)
         if index is not None and not move(graph, index):
-            _say_once(
-                "unmovable",
-                f"a compiled graph found for another GPU could not be moved to cuda:{index} (its code names its "
-                "GPU in a way tuned-kernels does not move); Inductor compiles it",
-            )
+            _say_unmovable(index)
             return None, cache_info
         return post_compile(graph, cache_info, constants)
 
     return moved_hit
 
 
+def movable(graph: Any, new: int) -> bool:
+    """Whether `graph` (a `CompiledFxGraph` just unpickled) runs on CUDA device `new`, as it is or moved."""
+    try:
+        return _moved_source(graph, new) is not None
+    except Exception as exc:  # a graph laid out otherwise, a GPU that cannot take it: a miss
+        _say_layout(exc)
+        return False
+
+
+def _moved_source(graph: Any, new: int) -> str | None:
+    """`graph`'s code moved to CUDA device `new` (its own where it runs there already); None: not movable."""
+    indices = set(graph.device_idxs)
+    if indices == {new} or not indices:
+        return str(graph.source_code)
+    if (
+        len(indices) != 1
+        or not set(graph.device_types) <= {"cuda", "cpu"}
+        or getattr(graph, "torchbind_constants", None)
+    ):
+        return None
+    source = renumbered(graph.source_code, next(iter(indices)), new)
+    if source is None or not indices_named(source) <= {new} or not _compiled_for(source, new):
+        return None
+    return source
+
+
 def move(graph: Any, new: int) -> bool:
     """Moves `graph` (a `CompiledFxGraph` just unpickled) to CUDA device `new`; whether it runs there now."""
+    indices = set(graph.device_idxs) if movable(graph, new) else None
+    if indices is None or indices == {new} or not indices:
+        return indices is not None
+    (old,) = indices
     try:
-        indices = set(graph.device_idxs)
-        if indices == {new} or not indices or not set(graph.device_types) <= {"cuda", "cpu"}:
-            return indices == {new} or not indices
-        if len(indices) != 1 or getattr(graph, "torchbind_constants", None):
-            return False
-        (old,) = indices
-        source = renumbered(graph.source_code, old, new)
-        if source is None or not indices_named(source) <= {new} or not _compiled_for(source, new):
+        source = _moved_source(graph, new)
+        if source is None:
             return False
         _copy_kernel_choices(graph.source_code, old, new)
         _moved_fields(graph, source, old, new)
     except Exception as exc:  # a graph laid out otherwise, a GPU that cannot take it: a miss
-        _say_once(
-            "layout", f"a compiled graph found for another GPU was not moved: {type(exc).__name__}: {exc}"
-        )
+        _say_layout(exc)
         return False
     _moved.append((old, new))
     return True
+
+
+def _say_layout(exc: Exception) -> None:
+    _say_once("layout", f"a compiled graph found for another GPU was not moved: {type(exc).__name__}: {exc}")
 
 
 def _compiled_for(source: str, index: int) -> bool:

@@ -77,7 +77,7 @@ INDUCTOR_DEVICE_KEYS = Shape(
     "a graph compiled on one GPU is compiled again on another GPU of the machine",
 )  # fmt: skip
 INDUCTOR_DEVICE_LOADS = Shape(
-    "torch._inductor.codecache", "FxGraphCache", ("_lookup_graph", "cache_hit_post_compile"),
+    "torch._inductor.codecache", "FxGraphCache", ("_lookup_graph", "cache_hit_post_compile", "iterate_over_candidates"),
     "a graph compiled on one GPU is compiled again on another GPU of the machine",
     calls=("_lookup_graph", "cache_hit_post_compile"),
 )  # fmt: skip
