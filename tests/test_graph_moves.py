@@ -152,6 +152,7 @@ def test_a_graph_on_another_gpu_is_keyed_as_on_cuda0_and_one_naming_two_gpus_is_
     before = _graph_key(0)
     if not getattr(codecache, "tuned_kernels_moves", False):
         assert _graph_key(1) != before  # Inductor's own key holds the index
+    own = vars(codecache.FxGraphCachePickler).get("reducer_override")
     graph_moves.install(codecache)
     assert _graph_key(0) == before  # on cuda:0 the key is Inductor's own: bundles made before are found
     assert _graph_key(1) == before
@@ -160,6 +161,8 @@ def test_a_graph_on_another_gpu_is_keyed_as_on_cuda0_and_one_naming_two_gpus_is_
     assert _graph_key(0, named=1) != before
     assert _graph_key(1, bare=True) != _graph_key(0, bare=True)  # `x.to(1)`: not rewritten, Inductor's key
     assert _graph_key(1, boxed=1) == _graph_key(0, boxed=0) != _graph_key(1, boxed=0)  # a backward's forward
+    # between keys, Inductor's pickler is its own again (one in Python slows every key: torch 2.11 has none)
+    assert vars(codecache.FxGraphCachePickler).get("reducer_override") is own
 
 
 def test_aotautograd_keys_a_graph_on_another_gpu_as_on_cuda0() -> None:

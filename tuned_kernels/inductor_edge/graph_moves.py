@@ -35,7 +35,7 @@ import functools
 import re
 import sys
 import threading
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from types import ModuleType
 from typing import Any
@@ -52,6 +52,9 @@ COMPUTE_CAPABILITY = re.compile(r"DeviceProperties\(type='cuda', index=\d+, [^)]
 MAX_MOVED_SOURCE = 64 << 20  # a graph's generated code larger than this is not parsed for its kernels
 _keying = threading.local()  # .index: the GPU keyed as cuda:0 while a key is computed; .foreign: another seen
 _loading = threading.local()  # .index: the GPU the inputs of the graph being looked up are on
+_overrides: list[tuple[type, Any, Callable[..., Any]]] = []  # (key pickler, its own override, ours)
+_override_lock = threading.Lock()
+_override_scopes = [0]  # keys being computed as if on cuda:0, on all threads
 _moved: list[tuple[int, int]] = []  # (from, to) of each graph moved
 _said: set[str] = set()
 
@@ -107,7 +110,8 @@ def _keyed_as_cuda0(compute: Callable[..., Any], aot: bool = False) -> Callable[
         outer = (getattr(_keying, "index", None), getattr(_keying, "foreign", False))
         _keying.index, _keying.foreign = index, False
         try:
-            key = compute(gm, example_inputs, *args, **kwargs)
+            with _overriding() if index is not None else contextlib.nullcontext():
+                key = compute(gm, example_inputs, *args, **kwargs)
             if _keying.foreign:  # it names another GPU too, or names one in a way not moved: Inductor's own
                 _keying.index = None
                 key = compute(gm, example_inputs, *args, **kwargs)
@@ -142,7 +146,31 @@ def _override_reductions(pickler: type) -> None:
             return reduced
         return own(self, obj) if own is not None else NotImplemented
 
-    pickler.reducer_override = reducer_override  # type: ignore[attr-defined]
+    _overrides.append((pickler, own, reducer_override))
+
+
+@contextlib.contextmanager
+def _overriding() -> Iterator[None]:
+    """The key picklers' reductions overridden while a key is computed as if on cuda:0, and only then: an
+    override (torch 2.11's pickler has none) runs in Python for every object pickled, so keys computed on
+    cuda:0 or with no GPU keep Inductor's own speed. A pickler reads the override as each dump starts; one of
+    another thread dumping meanwhile pickles as Inductor does (no scope on its thread)."""
+    with _override_lock:
+        _override_scopes[0] += 1
+        if _override_scopes[0] == 1:
+            for pickler, _, ours in _overrides:
+                type.__setattr__(pickler, "reducer_override", ours)
+    try:
+        yield
+    finally:
+        with _override_lock:
+            _override_scopes[0] -= 1
+            if _override_scopes[0] == 0:
+                for pickler, own, _ in _overrides:
+                    if own is not None:
+                        type.__setattr__(pickler, "reducer_override", own)
+                    elif "reducer_override" in vars(pickler):
+                        type.__delattr__(pickler, "reducer_override")
 
 
 def _as_on_cuda0(pickler: Any, obj: Any, index: int, own: Callable[..., Any] | None) -> Any:
