@@ -291,14 +291,12 @@ def _moved_source(graph: Any, new: int) -> str | None:
 
 def move(graph: Any, new: int) -> bool:
     """Moves `graph` (a `CompiledFxGraph` just unpickled) to CUDA device `new`; whether it runs there now."""
-    indices = set(graph.device_idxs) if movable(graph, new) else None
-    if indices is None or indices == {new} or not indices:
-        return indices is not None
-    (old,) = indices
     try:
         source = _moved_source(graph, new)
-        if source is None:
-            return False
+        indices = set(graph.device_idxs)
+        if source is None or indices == {new} or not indices:
+            return source is not None
+        (old,) = indices
         _copy_kernel_choices(graph.source_code, old, new)
         _moved_fields(graph, source, old, new)
     except Exception as exc:  # a graph laid out otherwise, a GPU that cannot take it: a miss
