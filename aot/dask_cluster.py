@@ -7,10 +7,13 @@ from __future__ import annotations
 
 import contextlib
 import logging
+import os
+import signal
 import socket
 from collections.abc import Iterator
 from typing import Any
 
+from tuned_kernels.aot.dask_worker import EARLY_WARM, early_warm
 from tuned_kernels.aot.work import visible_device_id
 from tuned_kernels.aot.workers import gpus_without_torch
 
@@ -22,9 +25,15 @@ DEFAULT_TIMEOUT_S = 30.0  # how long a scheduler at an address has to answer (--
 
 
 @contextlib.contextmanager
-def connect(distributed: Any, address: str, timeout_s: float = DEFAULT_TIMEOUT_S) -> Iterator[Any]:
+def connect(
+    distributed: Any,
+    address: str,
+    timeout_s: float = DEFAULT_TIMEOUT_S,
+    request_json: dict[str, Any] | None = None,
+) -> Iterator[Any]:
     """A client of the cluster at `address` (given `timeout_s` to answer), or of one started here for
-    `local` (a worker per visible GPU, or `local:N`: N workers, each with one GPU resource)."""
+    `local` (a worker per visible GPU, or `local:N`: N workers, each with one GPU resource), whose workers
+    warm up for the run `request_json` as they start, and end at once when the client is done."""
     if address != LOCAL and not address.startswith(f"{LOCAL}:"):
         reach(address, timeout_s)
         with distributed.Client(address, timeout=f"{timeout_s}s") as client:
@@ -38,6 +47,8 @@ def connect(distributed: Any, address: str, timeout_s: float = DEFAULT_TIMEOUT_S
         "preload": ["tuned_kernels.aot.dask_worker"],  # its imports made as each worker starts
         "config": {"distributed.worker.profile.enabled": False},  # no stack sampling beside the timer
     }
+    if request_json is not None:
+        specs = [{**env, EARLY_WARM: early_warm(request_json, len(specs))} for env in specs]
     workers = {
         f"gpu{i}": {"cls": distributed.Nanny, "options": {**options, "env": env}}
         for i, env in enumerate(specs)
@@ -53,7 +64,28 @@ def connect(distributed: Any, address: str, timeout_s: float = DEFAULT_TIMEOUT_S
         distributed.SpecCluster(workers=workers, scheduler=scheduler, silence_logs=40) as cluster,
         distributed.Client(cluster) as client,
     ):
-        yield client
+        try:
+            yield client
+        finally:
+            _end_at_once(cluster)
+
+
+def _end_at_once(cluster: Any) -> None:
+    """A local cluster's workers killed, their nannies told first not to restart them: the run's results
+    are in (or it failed), and a graceful close, each worker's interpreter unloading torch and its GPU, took
+    0.9 s for two workers on a 2-core CPU machine (0.04 s killed)."""
+
+    async def quiet() -> None:
+        for nanny in cluster.workers.values():
+            nanny.close_gracefully(reason="tuned-kernels: the run is over")
+
+    with contextlib.suppress(Exception):
+        cluster.sync(quiet)
+    for nanny in cluster.workers.values():
+        pid = getattr(getattr(nanny, "process", None), "pid", None)
+        if pid:
+            with contextlib.suppress(OSError):
+                os.kill(pid, signal.SIGKILL)
 
 
 def reach(address: str, timeout_s: float) -> None:

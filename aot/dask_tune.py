@@ -144,7 +144,7 @@ def run_on_dask(
         # the corpus loaded (torch imported), its items and the indices to tune in order: found here,
         # once, while the cluster starts
         prepared = preparing.submit(_items_in_order, request)
-        with connect(distributed, address, timeout_s) as client:
+        with connect(distributed, address, timeout_s, request.to_json()) as client:
             items, kept = prepared.result()  # (a corpus that cannot load fails here, before any wait)
             workers = _kinds_of_workers(distributed, client, per_gpu=address == LOCAL)
             spec = worker_spec(request.to_json(), _workers_by_host(client))

@@ -20,6 +20,8 @@ import copy
 import dataclasses
 import functools
 import json
+import os
+import threading
 from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, Any
 
@@ -223,6 +225,13 @@ def _host_of(worker: Any) -> str:
 
 def _warm(spec: str, host: str) -> None:
     """Best effort: a worker that fails here fails its first task alike, which says why."""
+    given = json.loads(spec)
+    _warm_for(given["request"], _sharing(given, host))
+
+
+def _warm_for(request_json: dict[str, Any], sharing: int) -> None:
+    """The run's state made and its first key probed on `meta`, once per run (a warm-up begun as the worker
+    started is waited for, not repeated)."""
     import contextlib
 
     from tuned_kernels.hardware.probe import interpret_without_gpu
@@ -231,14 +240,20 @@ def _warm(spec: str, host: str) -> None:
     from tuned_kernels.aot.tuner import slot_on_meta
 
     with contextlib.suppress(Exception):
-        items, _ = _worker_state(spec, host)
-        if items:
-            slot_on_meta(items[0])
+        _state_for(request_json, sharing, probe=slot_on_meta)
+
+
+def worker_kind() -> tuple[model.Target, model.CompilerFingerprint]:
+    """Runs on a worker: its target and compiler (found once; a caller while it is found waits for it)."""
+    with _KIND_LOCK:
+        return _found_kind()
+
+
+_KIND_LOCK = threading.Lock()
 
 
 @functools.cache
-def worker_kind() -> tuple[model.Target, model.CompilerFingerprint]:
-    """Runs on a worker: its target and compiler."""
+def _found_kind() -> tuple[model.Target, model.CompilerFingerprint]:
     from tuned_kernels.hardware import compiler_fingerprint, detect
     from tuned_kernels.hardware.probe import interpret_without_gpu
 
@@ -248,32 +263,77 @@ def worker_kind() -> tuple[model.Target, model.CompilerFingerprint]:
 
 
 _WORKER_STATE: dict[str, tuple[Sequence[WorkItem], Tuner]] = {}
+_STATE_LOCK = (
+    threading.Lock()
+)  # held while a run's state is made: a second caller waits for it, not remakes it
 
 
 def _worker_state(spec: str, host: str) -> tuple[Sequence[WorkItem], Tuner]:
     """This worker's items and tuner for the run `spec` (`worker_spec`), on `host`, made at its first task
     (or warm-up) and kept."""
+    given = json.loads(spec)
+    return _state_for(given["request"], _sharing(given, host))
+
+
+def _sharing(given: dict[str, Any], host: str) -> int:
+    """How many of the run's workers share this worker's host (and its CPUs)."""
+    return max(1, int(given["hosts"].get(host, 1)))
+
+
+def _state_for(
+    request_json: dict[str, Any],
+    sharing: int,
+    probe: Callable[[WorkItem], object] | None = None,
+) -> tuple[Sequence[WorkItem], Tuner]:
+    """The items and tuner of the run `request_json` with `sharing` workers on this host, made once and
+    kept (with its first item given to `probe` as it is made)."""
     from tuned_kernels.aot.tune_command import tuner_for
     from tuned_kernels.hardware import detect
 
-    if spec in _WORKER_STATE:
-        return _WORKER_STATE[spec]
-    given = json.loads(spec)
-    request = TuneRequest.from_json(given["request"])
-    sharing = max(1, int(given["hosts"].get(host, 1)))
-    request = dataclasses.replace(request, options=shared_jobs(request.options, sharing))
-    families = select_families(load_corpus(request.corpus), request.kernels)
-    items = work_items(families, request.shapes, request.options.shard)
-    tuner = tuner_for(request, detect(), lambda _: None, {})
-    _WORKER_STATE[spec] = (items, tuner)
-    return items, tuner
+    key = json.dumps([request_json, sharing], sort_keys=True)
+    with _STATE_LOCK:
+        if key in _WORKER_STATE:
+            return _WORKER_STATE[key]
+        request = TuneRequest.from_json(request_json)
+        request = dataclasses.replace(request, options=shared_jobs(request.options, sharing))
+        families = select_families(load_corpus(request.corpus), request.kernels)
+        items = work_items(families, request.shapes, request.options.shard)
+        tuner = tuner_for(request, detect(), lambda _: None, {})
+        _WORKER_STATE[key] = (items, tuner)
+        if probe is not None and items:
+            probe(items[0])
+        return items, tuner
+
+
+EARLY_WARM = "TUNED_KERNELS_DASK_WARM"  # a local worker's environment: the run it warms up for as it starts
+
+
+def early_warm(request_json: dict[str, Any], workers: int) -> str:
+    """What `EARLY_WARM` holds for a run of `workers` local workers (all on one host)."""
+    return json.dumps({"request": request_json, "sharing": workers}, sort_keys=True)
+
+
+def _warm_early(given: str) -> None:
+    """On a thread of a starting local worker: its kind found and the run warmed up, while the worker
+    registers and the client still loads the corpus (the client's own warm-up then waits for this one)."""
+    import contextlib
+
+    with contextlib.suppress(Exception):
+        worker_kind()
+        early = json.loads(given)
+        _warm_for(early["request"], int(early["sharing"]))
 
 
 def dask_setup(worker: Any) -> None:
     """Dask's preload hook, run as a worker of `--dask local` starts (before it takes a task): the
     interpreter chosen where there is no GPU, then the modules every task needs imported (torch, Triton,
-    the tuner), while the client imports its own."""
+    the tuner), while the client imports its own; given the run (`EARLY_WARM`), its warm-up begins on a
+    thread of its own as the worker goes on to register."""
     from tuned_kernels.hardware.probe import interpret_without_gpu
 
     interpret_without_gpu()
     import tuned_kernels.aot.tune_command  # noqa: F401  (torch, Triton and the tuner with it)
+
+    given = os.environ.get(EARLY_WARM)
+    if given:
+        threading.Thread(target=_warm_early, args=(given,), name="tuned-kernels-warm", daemon=True).start()

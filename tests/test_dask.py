@@ -89,17 +89,41 @@ def test_a_scheduler_that_does_not_answer_fails_after_the_stated_timeout(
 
 
 LOCAL_CLUSTER_PROBE = """
-import json, os, sys
+import json, os, sys, threading
 import distributed
-from tuned_kernels.aot import dask_cluster, dask_tune
+from tuned_kernels.aot import dask_cluster, dask_tune, dask_worker
+from tuned_kernels.aot.tune_request import TuneRequest
 names = ("OMP_NUM_THREADS", "MALLOC_TRIM_THRESHOLD_")  # what Dask's nannies set for numpy workers
 here = {"torch": "torch" in sys.modules, "settings": [os.environ.get(n) for n in names]}
-with dask_cluster.connect(distributed, "local:1") as client:
-    (worker,) = client.run(lambda: {
+request = TuneRequest(output="r.pb", corpus=sys.argv[1]).to_json()
+
+def on_worker():
+    for thread in threading.enumerate():  # the warm-up begun as the worker started, finished
+        if thread.name == "tuned-kernels-warm":
+            thread.join(60)
+    made_early = list(dask_worker._WORKER_STATE)
+    dask_worker._warm(dask_worker.worker_spec(request, {"127.0.0.1": 1}), "127.0.0.1")  # the client's
+    return {
         "tuner": "tuned_kernels.aot.tuner" in sys.modules,
         "profiler": __import__("dask").config.get("distributed.worker.profile.enabled"),
         "settings": [os.environ.get(n) for n in names],
-    }).values()
+        "states": [len(made_early), len(dask_worker._WORKER_STATE)],
+        "pid": os.getpid(),
+    }
+
+with dask_cluster.connect(distributed, "local:1", request_json=request) as client:
+    (worker,) = client.run(on_worker).values()
+worker.pop("pid")
+
+def spawned_and_alive(pid):  # a process of ours that multiprocessing spawned (a Dask worker), not a zombie
+    try:
+        with open(f"/proc/{pid}/stat") as stat, open(f"/proc/{pid}/cmdline", "rb") as cmdline:
+            fields = stat.read().rpartition(")")[2].split()
+            return int(fields[1]) == os.getpid() and fields[0] != "Z" and b"spawn_main" in cmdline.read()
+    except (FileNotFoundError, ProcessLookupError):
+        return False
+
+worker["left_running"] = sum(spawned_and_alive(int(p)) for p in os.listdir("/proc") if p.isdigit())
 print(json.dumps({"client": here, "worker": worker}))
 """
 
@@ -109,15 +133,22 @@ def test_a_local_cluster_starts_before_the_client_imports_torch_and_its_workers_
 ):
     """`--dask local` starts its workers while the client loads the corpus: the modules it needs to start
     them import no torch; each worker imports the tuner's modules as it starts, before any task (Dask's
-    preload), samples no stacks beside the timer (Dask's profiler, off) and runs in the client's
-    environment, as tune's own workers do (not with Dask's settings for numpy workers)."""
+    preload), and begins the run's warm-up then, which the client's own warm-up finds made; it samples no
+    stacks beside the timer (Dask's profiler, off) and runs in the client's environment, as tune's own
+    workers do (not with Dask's settings for numpy workers). Once the client is done, its workers are gone."""
     done = subprocess.run(
-        [sys.executable, "-c", LOCAL_CLUSTER_PROBE], capture_output=True, text=True, timeout=120
+        [sys.executable, "-c", LOCAL_CLUSTER_PROBE, CORPUS], capture_output=True, text=True, timeout=120
     )
     assert done.returncode == 0, done.stderr[-2000:]
     seen = json.loads(done.stdout.strip().splitlines()[-1])
     assert seen["client"]["torch"] is False
-    assert seen["worker"] == {"tuner": True, "profiler": False, "settings": seen["client"]["settings"]}
+    assert seen["worker"] == {
+        "tuner": True,
+        "profiler": False,
+        "settings": seen["client"]["settings"],
+        "states": [1, 1],  # made as it started; the client's warm-up made none of its own
+        "left_running": 0,  # none restarted by its nanny as it was killed
+    }
 
 
 def test_two_workers_tune_every_key_once_as_one_process_would(tmp_path: Path) -> None:
