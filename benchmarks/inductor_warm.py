@@ -35,10 +35,23 @@ def case_name(model: str, mode: str, train: bool) -> str:
     return f"{model} {mode}{' train' if train else ''}"
 
 
-def run(bench: Bench, repeats: int, cases: list[tuple[str, str, bool]], on_cuda1: bool = False) -> None:
+def run(
+    bench: Bench,
+    repeats: int,
+    cases: list[tuple[str, str, bool]],
+    on_cuda1: bool = False,
+    samples: str | None = None,
+) -> None:
     """Measures each (model, mode, train) case into bench.report["graphs"], and once per model (and
     training or not) default mode with no caches into bench.report["graphs_default"]. `on_cuda1` (a machine
-    of two GPUs): the bundle, captured on cuda:0, served to the program on cuda:1 too, in the same rounds."""
+    of two GPUs): the bundle, captured on cuda:0, served to the program on cuda:1 too, in the same rounds.
+    `samples`: a folder where each bundle, warm and default run writes its first call's stacks, sampled
+    every millisecond (diagnostics: the sampling thread costs the call some time of its own)."""
+    if samples:
+        Path(samples).mkdir(parents=True, exist_ok=True)
+
+    def sampled(name: str, run: int) -> dict[str, str]:
+        return {"INDUCTOR_MODEL_SAMPLES": str(Path(samples) / f"{name}-{run}.folded")} if samples else {}
 
     def fresh(**extra: str) -> dict[str, str]:
         return bench.env(
@@ -66,15 +79,19 @@ def run(bench: Bench, repeats: int, cases: list[tuple[str, str, bool]], on_cuda1
         warm = fresh()
         model_run(argv, {**warm, "TUNED_KERNELS": "1"})
         baseline = case_name(model, "default", train)
-        for _ in range(repeats):  # alternating, so drifts of the machine fall on all rows alike
-            served = fresh(TUNED_KERNELS="1", TUNED_KERNELS_PATH=bundle)
-            rows.setdefault("warm_caches", []).append(model_run(argv, {**warm, "TUNED_KERNELS": "1"}))
+        for run in range(repeats):  # alternating, so drifts of the machine fall on all rows alike
+            case = case_name(model, mode, train).replace(" ", "-")
+            served = fresh(TUNED_KERNELS="1", TUNED_KERNELS_PATH=bundle, **sampled(f"{case}-bundle", run))
+            rows.setdefault("warm_caches", []).append(
+                model_run(argv, {**warm, "TUNED_KERNELS": "1", **sampled(f"{case}-warm", run)})
+            )
             rows.setdefault("bundle_only", []).append(model_run(argv, served))
             if on_cuda1:
                 moved = fresh(TUNED_KERNELS="1", TUNED_KERNELS_PATH=bundle, INDUCTOR_MODEL_GPU="1")
                 rows.setdefault("bundle_on_cuda1", []).append(model_run(argv, moved))
             if len(defaults.get(baseline, [])) < repeats:  # the baseline once per model
-                defaults.setdefault(baseline, []).append(model_run([model, "default", *tail], fresh()))
+                cold = fresh(**sampled(baseline.replace(" ", "-") + "-no-caches", run))
+                defaults.setdefault(baseline, []).append(model_run([model, "default", *tail], cold))
         out[case_name(model, mode, train)] = rows
         bench.save()
 

@@ -84,7 +84,9 @@ def run_step(bench: Bench, step: str, args: argparse.Namespace) -> None:
     elif step == "graphs":
         cases = [c.split(":") for c in args.graph_cases.split(",")]
         cases_run = [(c[0], c[1], c[2:] == ["train"]) for c in cases]
-        inductor_warm.run(bench, args.repeats, cases_run, on_cuda1=args.graphs_on_cuda1)
+        inductor_warm.run(
+            bench, args.repeats, cases_run, on_cuda1=args.graphs_on_cuda1, samples=args.graph_samples
+        )
     elif step == "scaling":
         scaling.run(bench, args.scaling_budget)
     elif step == "dask":
@@ -137,6 +139,12 @@ def main() -> None:
         default="mlp:max-autotune-no-cudagraphs,mlp:default,llama:max-autotune-no-cudagraphs,llama:default,"
         "decoder:max-autotune-no-cudagraphs,decoder:default,decoder:max-autotune-no-cudagraphs:train",
         help="MODEL:MODE[:train],... (graphs)",
+    )
+    parser.add_argument(
+        "--graph-samples",
+        default=None,
+        help="graphs: a folder for each first call's sampled stacks (bundle, warm and default runs), "
+        "as benchmarks/first_call_samples.py reads them",
     )
     parser.add_argument(
         "--graphs-on-cuda1",
