@@ -5,7 +5,9 @@ millisecond (INDUCTOR_MODEL_SAMPLES; `benchmarks/run.py --graph-samples DIR` has
 
 For each file: the sampled time in all, split by the part of torch or of this project whose code ran (the
 innermost frame of a part names the sample's part: Inductor's code called from Dynamo's counts as
-Inductor's), and the N functions with the most time under them. `--under F` counts only the samples whose
+Inductor's), the modules imported during the call with the most time (each import counted at the outermost
+module body run, with the nearest code outside the import machinery that asked for it), and the N functions
+with the most time under them. `--under F` counts only the samples whose
 stack passes through a function named F (file:name or name).
 """
 
@@ -40,6 +42,19 @@ def passes_through(frames: list[str], function: str) -> bool:
     return any(f == function or f.rpartition(":")[2] == function for f in frames)
 
 
+def imports(stacks: list[tuple[list[str], int]]) -> Counter[str]:
+    """Time by the outermost module body run below the program's own (an import during the call), named with
+    the nearest frame outside the import machinery that led to it."""
+    found: Counter[str] = Counter()
+    for frames, micros in stacks:
+        bodies = [i for i, frame in enumerate(frames) if i > 1 and frame.endswith(":<module>")]
+        if bodies:
+            first = bodies[0]
+            asking = [f for f in frames[:first] if "importlib" not in f]
+            found[f"{frames[first]} <- {asking[-1] if asking else '?'}"] += micros
+    return found
+
+
 def part_of(frames: list[str]) -> str:
     """The part of the innermost frame that belongs to one (else "other")."""
     for frame in reversed(frames):
@@ -61,6 +76,8 @@ def readout(stacks: list[tuple[list[str], int]], top: int) -> list[str]:
     lines += [
         f"  {name:<14} {micros / 1e3:8.0f} ms  {micros / total:5.1%}" for name, micros in parts.most_common()
     ]
+    lines.append("  the imports with the most time (module run <- what imported it):")
+    lines += [f"  {micros / 1e3:8.0f} ms  {name}" for name, micros in imports(stacks).most_common(8)]
     lines.append(f"  the {top} functions with the most time under them:")
     lines += [f"  {micros / 1e3:8.0f} ms  {frame}" for frame, micros in functions.most_common(top)]
     return lines
