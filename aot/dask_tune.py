@@ -145,18 +145,22 @@ def run_on_dask(
         # once, while the cluster starts
         prepared = preparing.submit(_items_in_order, request)
         with connect(distributed, address, timeout_s, request.to_json()) as client:
+            split = {"cluster": time.monotonic() - start}
             items, kept = prepared.result()  # (a corpus that cannot load fails here, before any wait)
+            split["corpus"] = time.monotonic() - start
             workers = _kinds_of_workers(distributed, client, per_gpu=address == LOCAL)
+            split["kinds"] = time.monotonic() - start
             spec = worker_spec(request.to_json(), _workers_by_host(client))
             with contextlib.suppress(Exception):  # best effort: a worker that fails here fails its task alike
                 client.run(warm_up, spec)
-            startup = time.monotonic() - start  # the cluster up, every worker's kind known and warm
+            startup = split["warm"] = time.monotonic() - start  # the cluster up, every kind known and warm
             files = _files_for(request, list(workers), created_at)
             reports = _Run(distributed, client, request, spec, items, kept, files, workers).run()
     report = merge_reports(reports, time.monotonic() - start)
     report.cases, report.same_key = len(items) * len(files), (len(items) - len(kept)) * len(files)
     report.outputs = [str(f.path) for f in files.values()]
     report.startup_seconds = startup
+    report.startup_split = {step: round(seconds, 3) for step, seconds in split.items()}
     report.gpus = combined(report.gpus)
     report.time_split = time_split(report.gpus, started, started + report.seconds)
     return report

@@ -73,6 +73,9 @@ class TuneReport:
     artifact_note: str = ""
     outputs: list[str] = field(default_factory=list)  # the results files written, where more than -o
     startup_seconds: float = 0.0  # of `seconds`, starting the engine that spreads the work (a Dask cluster)
+    # of `startup_seconds`, when each step of the start was done, in seconds since the run began (Dask: the
+    # cluster answering, the corpus loaded, the workers' kinds known, their warm-up done)
+    startup_split: dict[str, float] = field(default_factory=dict)
     launched_instead: dict[str, list[str]] = field(default_factory=dict)  # family -> kernels its op launched
     gpus: list[GpuTime] = field(default_factory=list)  # each participant's time (one per GPU once merged)
     time_split: list[dict[str, Any]] = field(default_factory=list)  # per GPU, over the run's wall time

@@ -175,6 +175,15 @@ def test_two_workers_tune_every_key_once_as_one_process_would(tmp_path: Path) ->
     for gpu in split.values():
         assert sum(gpu[p] for p in parts) == pytest.approx(report["seconds"], abs=0.05)
         assert gpu["startup"] >= report["startup_seconds"] > 0 and 0 < gpu["busy"] <= 1
+    started = report["startup_split"]  # when each step of the start was done, in order
+    assert list(started) == ["cluster", "corpus", "kinds", "warm"]
+    assert (
+        0
+        < started["cluster"]
+        <= started["kinds"]
+        <= started["warm"]
+        == pytest.approx(report["startup_seconds"], abs=0.01)
+    )
 
 
 def test_no_key_starts_after_the_time_budget_and_what_finished_is_kept(tmp_path: Path) -> None:
