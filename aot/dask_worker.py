@@ -162,11 +162,16 @@ def _task_state(
 
     from tuned_kernels.results.files import decode_results
 
-    items, tuner = _worker_state(spec, _host_of(distributed.get_worker()))
+    request_json = json.loads(spec)["request"]
+    items, tuner = _state_for(request_json)
     tuner.blobs.clear()
     tuner.times = TuneTimes()  # this task's own
     budget = None if deadline is None else max(0.0, deadline - time.time())
-    tuner.options = dataclasses.replace(tuner.options, time_budget_s=budget)
+    # the compile threads: this host's CPUs shared among the run's workers on it, as they stand now
+    shared = shared_jobs(
+        TuneRequest.from_json(request_json).options, _sharing(spec, _host_of(distributed.get_worker()))
+    )
+    tuner.options = dataclasses.replace(shared, time_budget_s=budget)
     return items, tuner, {e.slot: e for e in decode_results(answers, "answers.pb").entries}
 
 
@@ -209,12 +214,11 @@ def worker_spec(request_json: dict[str, Any], workers_by_host: dict[str, int]) -
     return json.dumps({"request": request_json, "hosts": workers_by_host}, sort_keys=True)
 
 
-async def warm_up(spec: str, dask_worker: Any = None) -> None:
+async def warm_up(spec: str) -> None:
     """Runs on each worker as the run starts, off its event loop (which keeps answering the scheduler): the
     corpus loaded, the tuner made and the first key probed on `meta` (its one-time imports), while the
     client still finds the order."""
-    host = _host_of(dask_worker)  # (Dask's `client.run` passes its worker by this name)
-    await asyncio.get_running_loop().run_in_executor(None, _warm, spec, host)
+    await asyncio.get_running_loop().run_in_executor(None, _warm, spec)
 
 
 def _host_of(worker: Any) -> str:
@@ -223,13 +227,12 @@ def _host_of(worker: Any) -> str:
     return str(get_address_host(worker.address))
 
 
-def _warm(spec: str, host: str) -> None:
+def _warm(spec: str) -> None:
     """Best effort: a worker that fails here fails its first task alike, which says why."""
-    given = json.loads(spec)
-    _warm_for(given["request"], _sharing(given, host))
+    _warm_for(json.loads(spec)["request"])
 
 
-def _warm_for(request_json: dict[str, Any], sharing: int) -> None:
+def _warm_for(request_json: dict[str, Any]) -> None:
     """The run's state made and its first key probed on `meta`, once per run (a warm-up begun as the worker
     started is waited for, not repeated)."""
     import contextlib
@@ -240,7 +243,7 @@ def _warm_for(request_json: dict[str, Any], sharing: int) -> None:
     from tuned_kernels.aot.tuner import slot_on_meta
 
     with contextlib.suppress(Exception):
-        _state_for(request_json, sharing, probe=slot_on_meta)
+        _state_for(request_json, probe=slot_on_meta)
 
 
 def worker_kind() -> tuple[model.Target, model.CompilerFingerprint]:
@@ -263,39 +266,27 @@ def _found_kind() -> tuple[model.Target, model.CompilerFingerprint]:
 
 
 _WORKER_STATE: dict[str, tuple[Sequence[WorkItem], Tuner]] = {}
-_STATE_LOCK = (
-    threading.Lock()
-)  # held while a run's state is made: a second caller waits for it, not remakes it
+_STATE_LOCK = threading.Lock()  # held while a run's state is made: a second caller waits, not remakes it
 
 
-def _worker_state(spec: str, host: str) -> tuple[Sequence[WorkItem], Tuner]:
-    """This worker's items and tuner for the run `spec` (`worker_spec`), on `host`, made at its first task
-    (or warm-up) and kept."""
-    given = json.loads(spec)
-    return _state_for(given["request"], _sharing(given, host))
-
-
-def _sharing(given: dict[str, Any], host: str) -> int:
-    """How many of the run's workers share this worker's host (and its CPUs)."""
-    return max(1, int(given["hosts"].get(host, 1)))
+def _sharing(spec: str, host: str) -> int:
+    """How many of the run `spec`'s workers share `host` (and its CPUs)."""
+    return max(1, int(json.loads(spec)["hosts"].get(host, 1)))
 
 
 def _state_for(
-    request_json: dict[str, Any],
-    sharing: int,
-    probe: Callable[[WorkItem], object] | None = None,
+    request_json: dict[str, Any], probe: Callable[[WorkItem], object] | None = None
 ) -> tuple[Sequence[WorkItem], Tuner]:
-    """The items and tuner of the run `request_json` with `sharing` workers on this host, made once and
-    kept (with its first item given to `probe` as it is made)."""
+    """The items and tuner of the run `request_json`, made once and kept (its first item given to `probe`
+    as it is made); how many workers share the host is applied per task (`_task_state`)."""
     from tuned_kernels.aot.tune_command import tuner_for
     from tuned_kernels.hardware import detect
 
-    key = json.dumps([request_json, sharing], sort_keys=True)
+    key = json.dumps(request_json, sort_keys=True)
     with _STATE_LOCK:
         if key in _WORKER_STATE:
             return _WORKER_STATE[key]
         request = TuneRequest.from_json(request_json)
-        request = dataclasses.replace(request, options=shared_jobs(request.options, sharing))
         families = select_families(load_corpus(request.corpus), request.kernels)
         items = work_items(families, request.shapes, request.options.shard)
         tuner = tuner_for(request, detect(), lambda _: None, {})
@@ -305,23 +296,17 @@ def _state_for(
         return items, tuner
 
 
-EARLY_WARM = "TUNED_KERNELS_DASK_WARM"  # a local worker's environment: the run it warms up for as it starts
+EARLY_WARM = "TUNED_KERNELS_DASK_WARM"  # a local worker's environment: the run (request) it warms up for
 
 
-def early_warm(request_json: dict[str, Any], workers: int) -> str:
-    """What `EARLY_WARM` holds for a run of `workers` local workers (all on one host)."""
-    return json.dumps({"request": request_json, "sharing": workers}, sort_keys=True)
-
-
-def _warm_early(given: str) -> None:
+def _warm_early(request_text: str) -> None:
     """On a thread of a starting local worker: its kind found and the run warmed up, while the worker
     registers and the client still loads the corpus (the client's own warm-up then waits for this one)."""
     import contextlib
 
     with contextlib.suppress(Exception):
         worker_kind()
-        early = json.loads(given)
-        _warm_for(early["request"], int(early["sharing"]))
+        _warm_for(json.loads(request_text))
 
 
 def dask_setup(worker: Any) -> None:

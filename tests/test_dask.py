@@ -89,7 +89,7 @@ def test_a_scheduler_that_does_not_answer_fails_after_the_stated_timeout(
 
 
 LOCAL_CLUSTER_PROBE = """
-import json, os, sys, threading
+import json, os, sys, threading, time
 import distributed
 from tuned_kernels.aot import dask_cluster, dask_tune, dask_worker
 from tuned_kernels.aot.tune_request import TuneRequest
@@ -97,33 +97,37 @@ names = ("OMP_NUM_THREADS", "MALLOC_TRIM_THRESHOLD_")  # what Dask's nannies set
 here = {"torch": "torch" in sys.modules, "settings": [os.environ.get(n) for n in names]}
 request = TuneRequest(output="r.pb", corpus=sys.argv[1]).to_json()
 
-def on_worker():
+def as_started():
     for thread in threading.enumerate():  # the warm-up begun as the worker started, finished
         if thread.name == "tuned-kernels-warm":
             thread.join(60)
-    made_early = list(dask_worker._WORKER_STATE)
-    dask_worker._warm(dask_worker.worker_spec(request, {"127.0.0.1": 1}), "127.0.0.1")  # the client's
     return {
         "tuner": "tuned_kernels.aot.tuner" in sys.modules,
         "profiler": __import__("dask").config.get("distributed.worker.profile.enabled"),
         "settings": [os.environ.get(n) for n in names],
-        "states": [len(made_early), len(dask_worker._WORKER_STATE)],
+        "states": len(dask_worker._WORKER_STATE),
         "pid": os.getpid(),
     }
 
-with dask_cluster.connect(distributed, "local:1", request_json=request) as client:
-    (worker,) = client.run(on_worker).values()
-worker.pop("pid")
-
-def spawned_and_alive(pid):  # a process of ours that multiprocessing spawned (a Dask worker), not a zombie
+def alive(pid):  # running, not a zombie
     try:
-        with open(f"/proc/{pid}/stat") as stat, open(f"/proc/{pid}/cmdline", "rb") as cmdline:
-            fields = stat.read().rpartition(")")[2].split()
-            return int(fields[1]) == os.getpid() and fields[0] != "Z" and b"spawn_main" in cmdline.read()
-    except (FileNotFoundError, ProcessLookupError):
+        with open(f"/proc/{pid}/stat") as stat:
+            return stat.read().rpartition(")")[2].split()[0] != "Z"
+    except FileNotFoundError:
         return False
 
-worker["left_running"] = sum(spawned_and_alive(int(p)) for p in os.listdir("/proc") if p.isdigit())
+with dask_cluster.connect(distributed, "local:1", request_json=request) as client:
+    (worker,) = client.run(as_started).values()
+    spec = dask_worker.worker_spec(request, dask_tune._workers_by_host(client))
+    client.run(dask_worker.warm_up, spec)  # the client's own warm-up, as a run makes it
+    (worker["states_after_warm_up"],) = client.run(lambda: len(dask_worker._WORKER_STATE)).values()
+    pid = worker.pop("pid")
+    dask_cluster._end_at_once(client.cluster)  # as the run ends, before the cluster closes
+    waited = time.monotonic()
+    while alive(pid) and time.monotonic() - waited < 30:
+        time.sleep(0.05)
+    worker["ended"] = not alive(pid)
+    worker["nannies"] = sorted(n.status.name for n in client.cluster.workers.values())
 print(json.dumps({"client": here, "worker": worker}))
 """
 
@@ -135,7 +139,8 @@ def test_a_local_cluster_starts_before_the_client_imports_torch_and_its_workers_
     them import no torch; each worker imports the tuner's modules as it starts, before any task (Dask's
     preload), and begins the run's warm-up then, which the client's own warm-up finds made; it samples no
     stacks beside the timer (Dask's profiler, off) and runs in the client's environment, as tune's own
-    workers do (not with Dask's settings for numpy workers). Once the client is done, its workers are gone."""
+    workers do (not with Dask's settings for numpy workers). As the run ends, its workers are killed, their
+    nannies told first not to start them again."""
     done = subprocess.run(
         [sys.executable, "-c", LOCAL_CLUSTER_PROBE, CORPUS], capture_output=True, text=True, timeout=120
     )
@@ -146,8 +151,10 @@ def test_a_local_cluster_starts_before_the_client_imports_torch_and_its_workers_
         "tuner": True,
         "profiler": False,
         "settings": seen["client"]["settings"],
-        "states": [1, 1],  # made as it started; the client's warm-up made none of its own
-        "left_running": 0,  # none restarted by its nanny as it was killed
+        "states": 1,  # made as it started
+        "states_after_warm_up": 1,  # the client's warm-up found it made
+        "ended": True,  # killed at once
+        "nannies": ["closing_gracefully"],  # told first, so none starts it again
     }
 
 
