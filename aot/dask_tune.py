@@ -144,13 +144,14 @@ def run_on_dask(
         # the corpus loaded (torch imported), its items and the indices to tune in order: found here,
         # once, while the cluster starts
         prepared = preparing.submit(_items_in_order, request)
-        with connect(distributed, address, timeout_s, request.to_json()) as client:
+        request_json = request.to_json()  # one request for the workers' early warm-up and the run's spec
+        with connect(distributed, address, timeout_s, request_json) as client:
             split = {"cluster": time.monotonic() - start}
             items, kept = prepared.result()  # (a corpus that cannot load fails here, before any wait)
             split["corpus"] = time.monotonic() - start
             workers = _kinds_of_workers(distributed, client, per_gpu=address == LOCAL)
             split["kinds"] = time.monotonic() - start
-            spec = worker_spec(request.to_json(), _workers_by_host(client))
+            spec = worker_spec(request_json, _workers_by_host(client))
             with contextlib.suppress(Exception):  # best effort: a worker that fails here fails its task alike
                 client.run(warm_up, spec)
             startup = split["warm"] = time.monotonic() - start  # the cluster up, every kind known and warm

@@ -162,15 +162,14 @@ def _task_state(
 
     from tuned_kernels.results.files import decode_results
 
-    request_json = json.loads(spec)["request"]
-    items, tuner = _state_for(request_json)
+    given = json.loads(spec)
+    items, tuner = _state_for(given["request"])
     tuner.blobs.clear()
     tuner.times = TuneTimes()  # this task's own
     budget = None if deadline is None else max(0.0, deadline - time.time())
     # the compile threads: this host's CPUs shared among the run's workers on it, as they stand now
-    shared = shared_jobs(
-        TuneRequest.from_json(request_json).options, _sharing(spec, _host_of(distributed.get_worker()))
-    )
+    host = _host_of(distributed.get_worker())
+    shared = shared_jobs(TuneRequest.from_json(given["request"]).options, _sharing(given, host))
     tuner.options = dataclasses.replace(shared, time_budget_s=budget)
     return items, tuner, {e.slot: e for e in decode_results(answers, "answers.pb").entries}
 
@@ -269,9 +268,9 @@ _WORKER_STATE: dict[str, tuple[Sequence[WorkItem], Tuner]] = {}
 _STATE_LOCK = threading.Lock()  # held while a run's state is made: a second caller waits, not remakes it
 
 
-def _sharing(spec: str, host: str) -> int:
-    """How many of the run `spec`'s workers share `host` (and its CPUs)."""
-    return max(1, int(json.loads(spec)["hosts"].get(host, 1)))
+def _sharing(given: dict[str, Any], host: str) -> int:
+    """How many of the run's workers (`given`: its spec, read) share `host` (and its CPUs)."""
+    return max(1, int(given["hosts"].get(host, 1)))
 
 
 def _state_for(
