@@ -41,6 +41,7 @@ CHOICES: dict[str, tuple[str, ...] | None] = {
     settings.VERBOSE_ENV: None,  # a switch, or a higher level
     settings.WARMUP_ENV: SWITCH,
     settings.COMPILED_ENV: SWITCH,
+    settings.FRAMES_ENV: SWITCH,
     settings.STRICT_ENV: SWITCH,
     settings.ON_MISS_ENV: ON_MISS,
     settings.STALE_ENV: STALE,

@@ -63,7 +63,14 @@ def exit_summary(summary: Mapping[str, Any]) -> list[str]:
 
         lines.append(f"fell back: {described(fell_back)}")
     graphs = summary.get("graphs", {})
-    shown = ("files_placed", "files_present", "files_removed", "fxgraph_misses", "objects_compiled")
+    shown = (
+        "files_placed",
+        "files_present",
+        "files_removed",
+        "fxgraph_misses",
+        "objects_compiled",
+        "frames_served",
+    )
     if any(graphs.get(k) for k in shown):
         lines.append(graphs_line(graphs))
     return [f"tuned-kernels: {line}" for line in lines]
@@ -72,8 +79,11 @@ def exit_summary(summary: Mapping[str, Any]) -> list[str]:
 def graphs_line(graphs: dict[str, Any]) -> str:
     """The summary's line on torch.compile's graphs: found, compiled here, placed, and what was served."""
     objects = graphs.get("objects_compiled", [])
+    served = graphs.get("frames_served", 0)
     return (
-        f"torch.compile graphs: {graphs.get('fxgraph_hits', 0)} found in Inductor's cache, "
+        "torch.compile graphs: "
+        + (f"{served} loaded with their Dynamo frames (no trace), " if served else "")
+        + f"{graphs.get('fxgraph_hits', 0)} found in Inductor's cache, "
         f"{graphs.get('fxgraph_misses', 0)} compiled here"
         + (f", and {len(objects)} C++ objects ({first_named(objects, len(objects))})" if objects else "")
         + f"; bundle files placed there: {graphs['files_placed']} (and {graphs['files_present']} already "
@@ -86,6 +96,11 @@ def graphs_line(graphs: dict[str, Any]) -> str:
         + (
             f"; made on another GPU, moved to this one: {graphs['moved_to_this_gpu']}"
             if graphs.get("moved_to_this_gpu")
+            else ""
+        )
+        + (
+            f"; Dynamo frames offered and traced instead: {graphs['frames_traced']}"
+            if graphs.get("frames_traced")
             else ""
         )
         + ("; torch's source hash from the bundle" if graphs.get("torch_key_from_bundle") else "")

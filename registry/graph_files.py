@@ -6,6 +6,8 @@ and not when `TUNED_KERNELS_COMPILED=0`. What is not offered is said once per bu
 from __future__ import annotations
 
 import contextlib
+import functools
+import hashlib
 import os
 import time
 from collections.abc import Callable, Collection, Sequence
@@ -17,7 +19,7 @@ from filelock import FileLock, Timeout
 
 from tuned_kernels import model
 from tuned_kernels.errors import TunedKernelsError, one_line
-from tuned_kernels.inductor_edge import graphs, placed_record, source_key, unloadable
+from tuned_kernels.inductor_edge import frames, graphs, placed_record, source_key, unloadable
 
 if TYPE_CHECKING:  # the reader is imported when the registry loads, not before
     from tuned_kernels.registry.stats import Stats
@@ -97,6 +99,33 @@ def cpp_objects(offered: Sequence[GraphFile]) -> dict[str, str]:
     }
 
 
+def _kind(offered: GraphFile) -> object:
+    return dict(offered.entry.best.kwargs).get(graphs.KIND)
+
+
+def frames_offered(offered: Sequence[GraphFile]) -> list[frames.Offered]:
+    """The Dynamo frames among `offered`, each read from its bundle when its function is first called and
+    checked against its sha256 then."""
+    found = []
+    for f in offered:
+        function = dict(f.entry.best.kwargs).get(graphs.FUNCTION)
+        if _kind(f) != graphs.FRAME or not isinstance(function, str) or len(f.entry.artifacts) != 1:
+            continue
+        files = f.entry.artifacts[0].files
+        if len(files) == 1:
+            found.append(
+                frames.Offered(function, functools.partial(_checked, f.blob, files[0].sha256), f.source)
+            )
+    return found
+
+
+def _checked(blob: graphs.BlobLookup, sha256: str) -> bytes | None:
+    data = blob(sha256)
+    if data is None or len(data) > graphs.MAX_FILE_BYTES or hashlib.sha256(data).hexdigest() != sha256:
+        return None
+    return data
+
+
 def place_graphs(
     offered: Sequence[GraphFile],
     cache_dir: Path,
@@ -107,7 +136,8 @@ def place_graphs(
     """Puts `offered` into Inductor's cache directory where no file is, counted in `stats`, and takes out
     the files placed by earlier runs from bundles that are gone or, found here (`known`), offer them no
     more (placed_record.py); a file that fails its checks is said once per bundle and left out, an
-    unwritable directory once (Inductor compiles)."""
+    unwritable directory once (Inductor compiles). Dynamo frames are not files of Inductor's: `frames_offered`."""
+    offered = [f for f in offered if _kind(f) != graphs.FRAME]
     stats.watched_inductor_cache = (
         str(cache_dir),
         time.time(),

@@ -18,7 +18,7 @@ from tuned_kernels.registry.strict import strict_stop
 
 from tuned_kernels import model, resolving
 from tuned_kernels.helion_edge import hooks as helion_hooks
-from tuned_kernels.inductor_edge import compile_pool
+from tuned_kernels.inductor_edge import compile_pool, frames
 from tuned_kernels.inductor_edge import hooks as inductor_hooks
 from tuned_kernels.triton_edge import autotuner, cache_manager
 
@@ -52,6 +52,7 @@ def disable() -> None:
     autotuner.unpatch()
     cache_manager.uninstall()
     inductor_hooks.uninstall()
+    frames.stop()
     compile_pool.release(start=False)
     helion_hooks.uninstall()
 
@@ -64,7 +65,11 @@ def _stored(identity: model.KernelIdentity) -> list[model.Entry]:
 
 def _place_graphs() -> None:
     """The bundles' compiled graphs into Inductor's cache directory, by the registry installed then."""
+    from tuned_kernels.registry.graph_files import frames_offered
+
+    from tuned_kernels.inductor_edge import frames
     from tuned_kernels.inductor_edge.autotune_cache import inductor_cache_dir
+    from tuned_kernels.post_import import when_imported
 
     registry = installed_registry()
     if registry is not None:
@@ -72,6 +77,9 @@ def _place_graphs() -> None:
         if registry.stats.graph_files_placed + registry.stats.graph_files_present:
             compile_pool.hold()  # started if a graph is compiled after all (_say_graph_compiled)
         loaded = registry.load()
+        offered = frames_offered(loaded.graphs) if registry.settings.frames else []
+        if offered:
+            when_imported("torch._dynamo.convert_frame", lambda _: frames.serve(offered))
         if loaded.torch_keys:
             from tuned_kernels.registry.graph_files import cpp_objects
 

@@ -1,6 +1,7 @@
 """How a registry serves, read once from the environment where the registry is enabled (never from inside
 it): TUNED_KERNELS_ON_MISS, TUNED_KERNELS_STALE, TUNED_KERNELS_CAPTURE, TUNED_KERNELS_REPORT,
-TUNED_KERNELS_WARMUP, TUNED_KERNELS_VERBOSE, TUNED_KERNELS_COMPILED, TUNED_KERNELS_STRICT."""
+TUNED_KERNELS_WARMUP, TUNED_KERNELS_VERBOSE, TUNED_KERNELS_COMPILED, TUNED_KERNELS_FRAMES,
+TUNED_KERNELS_STRICT."""
 
 from __future__ import annotations
 
@@ -24,6 +25,7 @@ REPORT_ENV = (
 WARMUP_ENV = "TUNED_KERNELS_WARMUP"  # 0: no background warm-up (Triton builds its host modules at launch)
 VERBOSE_ENV = "TUNED_KERNELS_VERBOSE"  # 1: a short summary of what was served and tuned, on stderr at exit
 COMPILED_ENV = "TUNED_KERNELS_COMPILED"  # 0: serve the bundles' configs, never their compiled kernels
+FRAMES_ENV = "TUNED_KERNELS_FRAMES"  # 0: Dynamo traces every torch.compile'd function (graphs still served)
 TRUSTED_KEYS_ENV = "TUNED_KERNELS_TRUSTED_KEYS"  # keys or key files, comma-separated: code only from theirs
 STRICT_ENV = (
     "TUNED_KERNELS_STRICT"  # 1: stop, with one line, instead of tuning or compiling what bundles lack
@@ -41,6 +43,7 @@ class Settings:
     warmup: bool = True  # open bundles and build Triton's host modules in the background (warmup.py)
     verbose: bool = False  # print `exit_summary` to stderr when the process ends
     compiled: bool = True  # place the bundles' compiled kernels in Triton's cache (else Triton compiles)
+    frames: bool = True  # load the bundles' Dynamo frames instead of tracing (frames.py)
     strict: bool = False  # stop the program instead of tuning a miss or compiling a graph (a CI's proof)
     trusted_keys: frozenset[str] | None = (
         None  # set: compiled kernels and graphs only from bundles they signed
@@ -62,6 +65,7 @@ class Settings:
             warmup=switch(environ.get(WARMUP_ENV), True),
             verbose=bool(verbosity(environ.get(VERBOSE_ENV))),
             compiled=switch(environ.get(COMPILED_ENV), True),
+            frames=switch(environ.get(FRAMES_ENV), True),
             strict=switch(environ.get(STRICT_ENV), False) and not capture,
             trusted_keys=trusted_keys(environ.get(TRUSTED_KEYS_ENV)),
         )

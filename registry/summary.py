@@ -83,7 +83,7 @@ def summary(
 def graph_summary(stats: Stats) -> dict[str, Any]:
     """torch.compile's graphs in this process: the bundles' files placed in Inductor's cache directory, and
     Inductor's own counts of graphs found in its caches and compiled."""
-    from tuned_kernels.inductor_edge import cpp_objects, reduction_choices, source_key
+    from tuned_kernels.inductor_edge import cpp_objects, frames, reduction_choices, source_key
     from tuned_kernels.inductor_edge.graphs import graph_counts, objects_compiled_since
 
     watched = stats.watched_inductor_cache
@@ -99,6 +99,8 @@ def graph_summary(stats: Stats) -> dict[str, Any]:
         "objects_from_another_install": len(cpp_objects.copied()),
         "torch_key_from_bundle": source_key.served(),
         "reductions_as_captured": reduction_choices.run_as_chosen(),
+        "frames_served": frames.served(),
+        "frames_traced": sum(frames.traced().values()),
     }
 
 

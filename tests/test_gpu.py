@@ -558,19 +558,23 @@ class ModelRuns:
 def test_a_training_step_served_from_a_capture_compiles_no_graph(tmp_path: Path) -> None:
     """torch.compile, forward and backward: a capture keeps the compiled graphs; a fresh process in another
     folder with only that file and empty Inductor and Triton caches finds every graph in Inductor's caches
-    (no FX-graph or AOTAutograd miss), times no GEMM choice, and matches eager PyTorch. (max-autotune's
-    graphs: benchmarks/inductor_warm.py.)"""
+    (no FX-graph or AOTAutograd miss), times no GEMM choice, and matches eager PyTorch; with its saved frame
+    loaded (the default) Dynamo traces nothing and the outputs are the same. (max-autotune's graphs:
+    benchmarks/inductor_warm.py.)"""
     model = ModelRuns(tmp_path, "llama-small", "default", "train")
     bundle = tmp_path / "train.pb.zst"
     captured = model.run("capture", sys.executable, "-m", "tuned_kernels", "capture", "-o", str(bundle), "--")
     assert captured["fxgraph_misses"] >= 2  # a forward and a backward
-    served = model.run("served", TUNED_KERNELS="1", TUNED_KERNELS_PATH=str(bundle))
+    served = model.run("served", TUNED_KERNELS="1", TUNED_KERNELS_PATH=str(bundle), TUNED_KERNELS_FRAMES="0")
     assert (served["fxgraph_misses"], served["autograd_misses"], served["gemm_choices_benchmarked"]) == (
         0,
         0,
         0,
     )
     assert served["fxgraph_hits"] == captured["fxgraph_misses"] and served["autograd_hits"] >= 1
+    loaded = model.run("frames", TUNED_KERNELS="1", TUNED_KERNELS_PATH=str(bundle))  # its saved frame
+    assert (loaded["frames_traced"], loaded["fxgraph_misses"], loaded["autograd_misses"]) == (0, 0, 0)
+    assert loaded["output_digest"] == served["output_digest"]
 
 
 def _gpus() -> int:
@@ -614,13 +618,14 @@ def test_kernels_coordinate_descent_tuned_at_capture_run_their_configs_untuned_w
     empty caches, each finds the config its capture chose (the bundled `.best_config`, looked up under the
     capturing machine's cache path, and on torch up to 2.11 marked as found by coordinate descent:
     `autotune_cache.mend_read_best`) and runs it: no GPU benchmark, no generated kernel's autotuning, no
-    coordinate descent at the first call, counted by the program itself."""
+    coordinate descent at the first call, counted by the program itself; and no Dynamo trace (its saved
+    frame is loaded)."""
     model = ModelRuns(tmp_path, "llama-small", "max-autotune-no-cudagraphs")
     bundle = tmp_path / "model.pb.zst"
     captured = model.run("capture", sys.executable, "-m", "tuned_kernels", "capture", "-o", str(bundle), "--")
     assert captured["first_call_work"]["coordinate_descent"] > 0  # there was something to serve
     served = model.run("served", TUNED_KERNELS="1", TUNED_KERNELS_PATH=str(bundle))
-    assert served["fxgraph_misses"] == 0
+    assert served["fxgraph_misses"] == 0 and served["frames_traced"] == 0  # its frame loaded, not traced
     assert served["first_call_work"] == {
         "gpu_benchmarks": 0,
         "generated_kernel_autotunes": 0,

@@ -52,7 +52,9 @@ def run_app(
     **extra: str,
 ) -> Served:
     """graph_app.py copied into `folder` (as `train_step.py` when served) and run there, with `folder` as
-    HOME and empty Inductor, Triton and overlay caches of its own (`verbose`: the exit summary printed)."""
+    HOME and empty Inductor, Triton and overlay caches of its own (`verbose`: the exit summary printed).
+    Served, Dynamo traces (`TUNED_KERNELS_FRAMES=0`, unless given): these are the graph caches' tests, the
+    saved frames' are in test_frames.py."""
     folder.mkdir(parents=True, exist_ok=True)
     script = folder / ("graph_app.py" if capture else "train_step.py")
     shutil.copyfile(APP, script)
@@ -60,7 +62,7 @@ def run_app(
     env |= factories.suite_settings()
     env |= {"HOME": str(folder), "TORCHINDUCTOR_CACHE_DIR": str(folder / "inductor"),
             "TRITON_CACHE_DIR": str(folder / "triton"), "TUNED_KERNELS_CACHE_DIR": str(folder / "overlay"),
-            "TUNED_KERNELS_VERBOSE": "1" if verbose else "0", **extra}  # fmt: skip
+            "TUNED_KERNELS_VERBOSE": "1" if verbose else "0", "TUNED_KERNELS_FRAMES": "0", **extra}  # fmt: skip
     if bundle is not None:
         env |= {"TUNED_KERNELS": "1", "TUNED_KERNELS_PATH": str(bundle)}
     command = [sys.executable, str(script)]

@@ -16,8 +16,13 @@ from typing import Any
 
 
 def when_imported(name: str, then: Callable[[ModuleType], None]) -> None:
-    """Calls `then(module)` once `name` is imported: now if it is already, else right after its import."""
+    """Calls `then(module)` once `name` is imported: now if it is already, else right after its import. A
+    module asked for from inside its own import (a module it imports is being imported) has not run to its
+    end yet: `then` waits until it has."""
     module = sys.modules.get(name)
+    if module is not None and _initializing(module):
+        sys.meta_path.insert(0, _UntilDone(module, then))
+        return
     if module is not None:
         then(module)
         return
@@ -51,8 +56,62 @@ class _AfterImport(importlib.abc.MetaPathFinder, importlib.abc.Loader):
 
     def exec_module(self, module: ModuleType) -> None:
         self._loader.exec_module(module)
-        for then in self.callbacks:
-            try:
-                then(module)
-            except Exception as exc:  # never break the user's program
-                print(f"tuned-kernels: not enabled: {type(exc).__name__}: {exc}", file=sys.stderr)
+        _run(self.callbacks, module)
+
+
+def _run(callbacks: list[Callable[[ModuleType], None]], module: ModuleType) -> None:
+    for then in callbacks:
+        try:
+            then(module)
+        except Exception as exc:  # never break the user's program
+            print(f"tuned-kernels: not enabled: {type(exc).__name__}: {exc}", file=sys.stderr)
+
+
+def _initializing(module: ModuleType) -> bool:
+    return bool(getattr(getattr(module, "__spec__", None), "_initializing", False))
+
+
+class _UntilDone(importlib.abc.MetaPathFinder):
+    """Waits for a module still being imported to run to its end: asks after each module imported meanwhile
+    (each imported by its own loader, which it keeps)."""
+
+    def __init__(self, module: ModuleType, then: Callable[[ModuleType], None]) -> None:
+        self.module = module
+        self.then = then
+
+    def find_spec(
+        self, fullname: str, path: Any, target: Any = None
+    ) -> importlib.machinery.ModuleSpec | None:
+        sys.meta_path.remove(self)
+        try:
+            spec = importlib.util.find_spec(fullname)
+        finally:
+            sys.meta_path.insert(0, self)
+        if spec is None or spec.loader is None:
+            return None
+        spec.loader = _ThenAsk(spec.loader, self)
+        return spec
+
+    def ask(self) -> None:
+        if self in sys.meta_path and not _initializing(self.module):
+            sys.meta_path.remove(self)
+            _run([self.then], self.module)
+
+
+class _ThenAsk(importlib.abc.Loader):
+    def __init__(self, loader: Any, waiting: _UntilDone) -> None:
+        self.loader = loader
+        self.waiting = waiting
+
+    def create_module(self, spec: importlib.machinery.ModuleSpec) -> ModuleType | None:
+        created: ModuleType | None = self.loader.create_module(spec)
+        return created
+
+    def exec_module(self, module: ModuleType) -> None:
+        module.__loader__ = self.loader  # the module keeps its own loader (its source, its resources)
+        if module.__spec__ is not None:
+            module.__spec__.loader = self.loader
+        try:
+            self.loader.exec_module(module)
+        finally:
+            self.waiting.ask()

@@ -280,6 +280,7 @@ def graph_counts() -> dict[str, int]:
         "fxgraph_misses": counters["inductor"]["fxgraph_cache_miss"],
         "autograd_hits": counters["aot_autograd"]["autograd_cache_hit"],
         "autograd_misses": counters["aot_autograd"]["autograd_cache_miss"],
+        "frames_traced": counters["frames"]["total"],  # Dynamo's traces (0: every frame loaded, saved)
     }
 
 

@@ -42,7 +42,10 @@ PATHS = {
     "fxgraph": whole(rf"fxgraph/[a-z0-9]{{2}}/f{_HASH}/{_HASH}"),
     "aotautograd": whole(rf"aotautograd/a{_HASH}/{_HASH}"),
     "cpp": whole(rf"[a-z0-9]{{2}}/c{_HASH}(\.main)?\.so"),
+    "frame": whole(r"frames/[0-9a-f]{64}\.frame"),  # not Inductor's: a Dynamo frame (frames.py), never placed
 }
+FRAME = "frame"
+FUNCTION = "function"  # a frame's config kwarg naming the function it is for (module.qualname)
 PICKLED = ("fxgraph", "aotautograd")  # the kinds Inductor unpickles (a C++ object it loads as a library)
 KIND = "cache"  # the config kwarg naming the kind
 BlobLookup = Callable[[str], bytes | None]  # a file's bytes by its sha256 (None: the bundle lacks them)
@@ -63,6 +66,7 @@ def harvest(cache_dir: Path, gpu_target: str) -> tuple[list[model.Entry], dict[s
         *cache_dir.glob("fxgraph/*/*/*"),
         *cache_dir.glob("aotautograd/*/*"),
         *cache_dir.glob("*/*.so"),
+        *cache_dir.glob("frames/*.frame"),
     ]
     for path in sorted(candidates):
         relative = path.relative_to(cache_dir).as_posix()
@@ -76,7 +80,7 @@ def harvest(cache_dir: Path, gpu_target: str) -> tuple[list[model.Entry], dict[s
         if kind == "fxgraph":
             data = launched_only(data)
         sha = hashlib.sha256(data).hexdigest()
-        config = model.Config.of({KIND: kind})
+        config = model.Config.of({KIND: kind, **_function_of(data, kind)})
         files = (model.ArtifactFile(path.name, sha, len(data)),)
         artifact = model.Artifact(sha, gpu_target, files, config)
         entries.append(
@@ -86,6 +90,17 @@ def harvest(cache_dir: Path, gpu_target: str) -> tuple[list[model.Entry], dict[s
         )
         blobs[sha] = data
     return entries, blobs
+
+
+def _function_of(data: bytes, kind: str) -> dict[str, str]:
+    if kind != FRAME:
+        return {}
+    from tuned_kernels.inductor_edge import frame_file
+
+    try:
+        return {FUNCTION: frame_file.read(data)[0].name}
+    except ValueError:
+        return {}
 
 
 _DEFINED = re.compile(r"""async_compile\.triton\(\s*['"](\w+)['"]""")

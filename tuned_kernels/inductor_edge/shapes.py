@@ -82,6 +82,17 @@ INDUCTOR_DEVICE_LOADS = Shape(
     calls=("_lookup_graph", "cache_hit_post_compile"),
 )  # fmt: skip
 
+DYNAMO_FRAMES = (
+    Shape("torch._dynamo.convert_frame", "CatchErrorsWrapper", ("__call__",),
+          "Dynamo traces each torch.compile'd function at its first call; the graph caches serve its graphs"),
+    Shape("torch._dynamo.aot_compile", "AOTCompiledFunction", ("serialize", "source_info"),
+          "Dynamo traces each torch.compile'd function at its first call; the graph caches serve its graphs"),
+    Shape("torch._dynamo.aot_compile", "CompileArtifacts", ("check_compatibility",),
+          "Dynamo traces each torch.compile'd function at its first call; the graph caches serve its graphs"),
+    Shape("torch._dynamo.package", "SerializedCode", ("to_code_object", "from_code_object"),
+          "Dynamo traces each torch.compile'd function at its first call; the graph caches serve its graphs"),
+)  # fmt: skip
+
 SHAPES = (
     INDUCTOR_GRAPH_LOAD,
     *INDUCTOR_CHOICES,
@@ -96,4 +107,5 @@ SHAPES = (
     INDUCTOR_CPP_LOAD,
     INDUCTOR_DEVICE_KEYS,
     INDUCTOR_DEVICE_LOADS,
+    *DYNAMO_FRAMES,
 )

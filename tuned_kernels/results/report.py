@@ -72,7 +72,12 @@ def results_summary(results: model.Results) -> dict[str, Any]:
     }
 
 
-GRAPH_KINDS = {"fxgraph": "FX-graph entr", "aotautograd": "AOTAutograd entr", "cpp": "C++ object"}
+GRAPH_KINDS = {
+    "frame": "Dynamo frame",
+    "fxgraph": "FX-graph entr",
+    "aotautograd": "AOTAutograd entr",
+    "cpp": "C++ object",
+}
 
 
 def graph_files(results: model.Results) -> dict[str, tuple[int, int]]:

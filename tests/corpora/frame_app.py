@@ -1,0 +1,41 @@
+"""A torch.compile program for the CPU whose forward is one whole graph and reads globals Dynamo guards by
+identity: an activation chosen by `FRAME_APP_ACT` (`relu`, the default, or `tanh`) and a helper function.
+Checks its output against eager PyTorch, also once `ACT` is rebound to another function, and prints how
+many frames Dynamo traced before that and Inductor's graph look-ups: `FRAMES {...}`."""
+
+import json
+import os
+
+import torch
+from torch._dynamo.utils import counters
+
+ACT = getattr(torch, os.environ.get("FRAME_APP_ACT", "relu"))
+
+
+def doubled(y: torch.Tensor) -> torch.Tensor:
+    return y * 2
+
+
+class Block(torch.nn.Module):
+    def __init__(self) -> None:
+        super().__init__()
+        self.linear = torch.nn.Linear(16, 16)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return doubled(ACT(self.linear(x)))
+
+
+torch.manual_seed(0)
+block = Block()
+x = torch.randn(4, 16)
+compiled = torch.compile(block)
+torch.testing.assert_close(compiled(x), block(x))
+torch.testing.assert_close(compiled(x + 1), block(x + 1))  # called again: Dynamo's cache answers
+frames = {
+    "traced": counters["frames"]["total"],
+    "fxgraph_hits": counters["inductor"]["fxgraph_cache_hit"],
+    "fxgraph_misses": counters["inductor"]["fxgraph_cache_miss"],
+}
+ACT = torch.sigmoid  # rebound: the compiled forward must not run the function it was compiled with
+torch.testing.assert_close(compiled(x), block(x))
+print("FRAMES " + json.dumps(frames))

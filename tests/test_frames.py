@@ -1,0 +1,214 @@
+"""A torch.compile'd function's first call runs no Dynamo trace where a bundle holds its saved frame: capture
+saves each frame Dynamo compiled whole, and a served process loads it at the function's first call, with
+the guards Dynamo saved and a check of each object Dynamo guarded by identity. A program whose globals,
+code or settings differ from the capture's is traced as without the bundle, and answers as eager PyTorch.
+
+Real processes on the CPU (Inductor's C++ back end), and the frame file's checks as tables."""
+
+from __future__ import annotations
+
+import dataclasses
+import hashlib
+import json
+import os
+import shutil
+import subprocess
+import sys
+import types
+from collections.abc import Callable
+from pathlib import Path
+
+import pytest
+
+from tests import factories
+from tuned_kernels import model
+from tuned_kernels.inductor_edge import frame_file, graphs
+from tuned_kernels.results import read_results, write_results
+
+APP = Path(__file__).parent / "corpora" / "frame_app.py"
+SERVED_WHOLE = "2 loaded with their Dynamo frames (no trace), 0 found in Inductor's cache, 0 compiled here"
+
+
+@dataclasses.dataclass(frozen=True)
+class Run:
+    frames: dict[str, int]  # Dynamo's frames traced, Inductor's graph look-ups (the outputs checked vs eager)
+    warnings: list[str]
+    stderr: str
+
+
+def run_app(folder: Path, *, bundle: Path | None = None, capture: Path | None = None, **extra: str) -> Run:
+    """frame_app.py (edited by `edit` where given) copied into `folder` and run there, with `folder` as
+    HOME and empty Inductor, Triton and overlay caches of its own; served verbosely from `bundle`."""
+    folder.mkdir(parents=True, exist_ok=True)
+    script = folder / "frame_app.py"
+    if not script.exists():
+        shutil.copyfile(APP, script)
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("TUNED_KERNELS", "TORCHINDUCTOR"))}
+    env |= factories.suite_settings()
+    env |= {"HOME": str(folder), "TORCHINDUCTOR_CACHE_DIR": str(folder / "inductor"),
+            "TRITON_CACHE_DIR": str(folder / "triton"), "TUNED_KERNELS_CACHE_DIR": str(folder / "overlay"),
+            **extra}  # fmt: skip
+    if bundle is not None:
+        env |= {"TUNED_KERNELS": "1", "TUNED_KERNELS_PATH": str(bundle), "TUNED_KERNELS_VERBOSE": "1"}
+    command = [sys.executable, str(script)]
+    if capture is not None:
+        command = [sys.executable, "-m", "tuned_kernels", "capture", "-o", str(capture), "--", *command]
+    done = subprocess.run(command, env=env, cwd=folder, capture_output=True, text=True, timeout=300)
+    assert done.returncode == 0 and "Traceback" not in done.stderr, done.stderr[-3000:]
+    frames = json.loads(done.stdout.split("FRAMES ", 1)[1].splitlines()[0])
+    return Run(frames, factories.warnings_in(done.stderr), done.stderr)
+
+
+@pytest.fixture(scope="module")
+def captured(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    bundle = tmp_path_factory.mktemp("capture") / "block.pb.zst"
+    run_app(bundle.parent / "program", capture=bundle)
+    return bundle
+
+
+def _frames(results: model.Results) -> list[model.Entry]:
+    return [e for e in results.entries if dict(e.best.kwargs).get(graphs.KIND) == graphs.FRAME]
+
+
+def test_capture_saves_each_frame_dynamo_compiled_whole(captured: Path) -> None:
+    """The forward, compiled with `ACT` torch.relu, then again once the program rebound it."""
+    functions = [dict(e.best.kwargs)[graphs.FUNCTION] for e in _frames(read_results(captured))]
+    assert functions == ["__main__.Block.forward"] * 2
+
+
+def test_a_served_first_call_runs_no_dynamo_trace_and_answers_as_eager(
+    captured: Path, tmp_path: Path
+) -> None:
+    served = run_app(tmp_path / "elsewhere", bundle=captured)
+    assert served.frames == {"traced": 0, "fxgraph_hits": 0, "fxgraph_misses": 0}
+    assert f"torch.compile graphs: {SERVED_WHOLE}; bundle files" in served.stderr
+    assert not [w for w in served.warnings if "not served" in w]
+
+
+def test_with_frames_off_dynamo_traces_and_the_graph_caches_serve(captured: Path, tmp_path: Path) -> None:
+    served = run_app(tmp_path / "off", bundle=captured, TUNED_KERNELS_FRAMES="0")
+    assert served.frames == {"traced": 1, "fxgraph_hits": 1, "fxgraph_misses": 0}
+
+
+def test_a_global_guarded_by_identity_that_differs_is_traced_and_answers_as_eager(
+    captured: Path, tmp_path: Path
+) -> None:
+    """The capture's `ACT` was torch.relu, then torch.sigmoid; Dynamo's own saved frames drop that guard and
+    would run one of them."""
+    served = run_app(tmp_path / "tanh", bundle=captured, FRAME_APP_ACT="tanh")
+    assert served.frames["traced"] == 1
+    (said,) = [w for w in served.warnings if "not served" in w]
+    assert said.startswith(
+        f"tuned-kernels: Dynamo frame __main__.Block.forward from {captured} not served: G['ACT'] is not "
+        "builtin torch._VariableFunctionsClass."
+    ) and said.endswith("; Dynamo traces it")
+
+
+def test_an_edited_function_is_traced_and_answers_as_eager(captured: Path, tmp_path: Path) -> None:
+    folder = tmp_path / "edited"
+    folder.mkdir()
+    (folder / "frame_app.py").write_text(APP.read_text().replace("return y * 2", "return y * 3"))
+    served = run_app(folder, bundle=captured)
+    assert served.frames["traced"] == 1
+    (said,) = [w for w in served.warnings if "not served" in w]
+    assert "not served: the source of __main__ (lines" in said and said.endswith("; Dynamo traces it")
+
+
+def test_a_frame_torch_cannot_load_is_one_line_and_traced(captured: Path, tmp_path: Path) -> None:
+    def damaged(data: bytes) -> bytes:
+        checks, compiled = frame_file.read(data)
+        return frame_file.write(checks, compiled[: len(compiled) // 2])
+
+    bundle = tmp_path / "damaged.pb.zst"
+    write_results(bundle, _with_frame_bytes(read_results(captured), damaged))
+    served = run_app(tmp_path / "damaged", bundle=bundle)
+    assert served.frames["traced"] == 1
+    (said,) = [w for w in served.warnings if "not served" in w]
+    assert "not served: torch could not load it: " in said
+
+
+def _with_frame_bytes(results: model.Results, edit: Callable[[bytes], bytes]) -> model.Results:
+    """`results` with each frame file edited and its digest made to match (as a bundle's author could)."""
+    blobs = dict(results.blobs)
+    entries = list(results.entries)
+    for frame in _frames(results):
+        (artifact,) = frame.artifacts
+        (stored,) = artifact.files
+        data = edit(results.blobs[stored.sha256])
+        sha = hashlib.sha256(data).hexdigest()
+        blobs[sha] = data
+        file = model.ArtifactFile(stored.name, sha, len(data))
+        edited = dataclasses.replace(artifact, cache_key=sha, files=(file,))
+        entries[entries.index(frame)] = dataclasses.replace(frame, artifacts=(edited,))
+    return dataclasses.replace(results, entries=tuple(entries), blobs=blobs)
+
+
+def _code(source: str, filename: str) -> types.CodeType:
+    namespace: dict[str, object] = {}
+    exec(compile(source, filename, "exec"), namespace)
+    function = namespace["f"]
+    assert isinstance(function, types.FunctionType)
+    return function.__code__
+
+
+def test_a_codes_digest_leaves_out_its_file_and_lines_and_keeps_what_it_does() -> None:
+    body = "def f(x):\n    return g(x * 2, {'a', 'b'})\n"
+    digest = frame_file.code_digest(_code(body, "/here/app.py"))
+    assert frame_file.code_digest(_code("\n\n" + body, "/elsewhere/app.py")) == digest
+    assert frame_file.code_digest(_code(body.replace("2", "3"), "/here/app.py")) != digest
+    assert frame_file.code_digest(_code(body.replace("g(", "h("), "/here/app.py")) != digest
+
+
+def _closure() -> types.FunctionType:
+    held = 1
+
+    def inner() -> int:
+        return held
+
+    return inner  # type: ignore[return-value]
+
+
+@pytest.mark.parametrize(
+    ("value", "described"),
+    [
+        (None, "None"),
+        (json, "module json"),
+        (Path, "class pathlib.Path"),
+        (len, "builtin builtins.len"),
+        ("relu", None),  # a string: guarded by value, never by identity
+        (str.upper, "descriptor builtins.str.upper"),
+        (_closure(), None),  # what its cells hold is not described
+        ([].append, None),  # a method bound to an instance
+        (object(), None),
+    ],
+)
+def test_what_an_object_guarded_by_identity_is_described_as(value: object, described: str | None) -> None:
+    assert frame_file.describe(value) == described
+
+
+def test_a_function_is_described_by_its_name_and_code() -> None:
+    described = frame_file.describe(_frames)
+    assert described == f"function tests.test_frames._frames {frame_file.code_digest(_frames.__code__)}"
+
+
+@pytest.mark.parametrize(
+    "data",
+    [
+        b"",
+        b"not a frame",
+        frame_file.MAGIC + b"{" * 10,  # its checks never end
+        frame_file.MAGIC + b"[]\n",
+        frame_file.MAGIC + b'{"module": 1}\n',
+        frame_file.MAGIC + json.dumps({"module": "m", "qualname": "f", "code": "c", "settings": "s",
+                                       "identities": [], "sources": [["m", -1, 2, "h"]]}).encode() + b"\n",
+    ],
+)  # fmt: skip
+def test_a_frame_file_that_does_not_read_is_refused_before_anything_is_unpickled(data: bytes) -> None:
+    with pytest.raises(ValueError):
+        frame_file.read(data)
+
+
+def test_a_frame_file_reads_back_as_written() -> None:
+    checks = frame_file.FrameChecks("m", "C.f", "c" * 64, "s" * 64, (("G['ACT']", "module torch"),),
+                                    (("m", 3, 5, "h" * 64),))  # fmt: skip
+    assert frame_file.read(frame_file.write(checks, b"\x80torch")) == (checks, b"\x80torch")

@@ -1,0 +1,169 @@
+"""A Dynamo frame as a bundle ships it, and what must hold for it to be served: the function Dynamo traced
+(its code, by a digest that leaves out where the file is), the settings it compiled under, the source of
+each function it inlined, and what each object it guarded by identity must be in another process.
+
+Dynamo's own saved frames leave out its guards on the identity of globals, modules and functions (their ids
+are the capturing process's): a frame traced with a global `ACT = torch.relu` would run where `ACT` is
+`torch.tanh`. A frame file keeps each such guard as the source Dynamo names (`G['ACT']`, `L['self'].act`)
+and a description of what it found there (`builtin torch._VariableFunctionsClass.relu`); the serving
+process checks the same source against the same description before it serves the frame, and at every call
+after. Objects this cannot describe keep a frame out of the bundle.
+
+The file: one line of JSON (these checks), then torch's serialized frame (a pickle: code, served only from
+a bundle trusted with code). Pure: bytes and live objects in, text out.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import re
+import types
+from dataclasses import dataclass
+from typing import Any
+
+MAGIC = b"tuned-kernels frame 1\n"
+MAX_CHECKS_BYTES = 1 << 20
+SUFFIX = ".frame"
+
+
+@dataclass(frozen=True)
+class FrameChecks:
+    module: str  # the `__name__` of the traced function's globals
+    qualname: str  # its code's `co_qualname`
+    code: str  # code_digest of its code
+    settings: str  # a digest of Dynamo's, AOTAutograd's and Inductor's settings the frame compiled under
+    identities: tuple[tuple[str, str], ...]  # (a guarded source as Dynamo names it, what it must be)
+    sources: tuple[
+        tuple[str, int, int, str], ...
+    ]  # each inlined function: (module, first, last line, sha256)
+
+    @property
+    def name(self) -> str:
+        return f"{self.module}.{self.qualname}"
+
+
+def write(checks: FrameChecks, compiled: bytes) -> bytes:
+    line = json.dumps(
+        {
+            "module": checks.module,
+            "qualname": checks.qualname,
+            "code": checks.code,
+            "settings": checks.settings,
+            "identities": [list(i) for i in checks.identities],
+            "sources": [list(s) for s in checks.sources],
+        },
+        sort_keys=True,
+    ).encode()
+    return MAGIC + line + b"\n" + compiled
+
+
+def read(data: bytes) -> tuple[FrameChecks, bytes]:
+    """The checks and torch's bytes of a frame file; ValueError for anything else (nothing is unpickled)."""
+    if not data.startswith(MAGIC):
+        raise ValueError("not a frame file")
+    end = data.find(b"\n", len(MAGIC), len(MAGIC) + MAX_CHECKS_BYTES)
+    if end < 0:
+        raise ValueError("its checks do not end")
+    try:
+        raw = json.loads(data[len(MAGIC) : end])
+        checks = FrameChecks(
+            module=_text(raw["module"]),
+            qualname=_text(raw["qualname"]),
+            code=_text(raw["code"]),
+            settings=_text(raw["settings"]),
+            identities=tuple((_text(s), _text(d)) for s, d in raw["identities"]),
+            sources=tuple((_text(m), _line(a), _line(b), _text(h)) for m, a, b, h in raw["sources"]),
+        )
+    except (KeyError, TypeError, ValueError) as exc:
+        raise ValueError(f"its checks do not read: {exc}") from None
+    return checks, data[end + 1 :]
+
+
+def _text(value: object) -> str:
+    if not isinstance(value, str) or len(value) > 4096:
+        raise ValueError("a field is not text")
+    return value
+
+
+def _line(value: object) -> int:
+    if not isinstance(value, int) or isinstance(value, bool) or value < 0:
+        raise ValueError("a line number is not one")
+    return value
+
+
+def code_digest(code: types.CodeType) -> str:
+    """A digest of what a code object does: its bytecode, names, constants (nested code by its digest) and
+    arguments, not its file or line numbers (a program at another path has the same code)."""
+    h = hashlib.sha256()
+    parts: tuple[bytes | str, ...] = (
+        code.co_code,
+        repr((code.co_argcount, code.co_posonlyargcount, code.co_kwonlyargcount, code.co_flags)),
+        repr((code.co_names, code.co_varnames, code.co_freevars, code.co_cellvars)),
+        *(_constant(c) for c in code.co_consts),
+    )
+    for part in parts:
+        h.update(part if isinstance(part, bytes) else part.encode())
+        h.update(b"\0")
+    return h.hexdigest()
+
+
+def _constant(value: object) -> str:
+    if isinstance(value, types.CodeType):
+        return f"code {code_digest(value)}"
+    if isinstance(value, frozenset):  # its order follows string hashing, which differs per process
+        return "frozenset " + repr(sorted(_constant(v) for v in value))
+    if isinstance(value, tuple):
+        return "tuple " + repr([_constant(v) for v in value])
+    return repr(value)
+
+
+def describe(value: Any) -> str | None:
+    """What an object Dynamo guarded by identity is, in words that name the same object in another process
+    of the same program and torch (None: it has none, as an instance or a closure)."""
+    if value is None or isinstance(value, bool):
+        return repr(value)
+    if isinstance(value, types.ModuleType):
+        return f"module {value.__name__}"
+    if isinstance(value, type):
+        return f"class {value.__module__}.{value.__qualname__}"
+    if isinstance(value, types.FunctionType):
+        if value.__closure__:  # what its cells hold is not described
+            return None
+        return f"function {value.__module__}.{value.__qualname__} {code_digest(value.__code__)}"
+    if isinstance(value, types.BuiltinFunctionType):
+        owner = value.__self__
+        if isinstance(owner, types.ModuleType):
+            return f"builtin {owner.__name__}.{value.__qualname__}"
+        if owner is None or isinstance(owner, type):
+            where = owner.__module__ if isinstance(owner, type) else value.__module__
+            return f"builtin {where}.{value.__qualname__}"
+        return None  # a method bound to an instance
+    if isinstance(value, (types.MethodDescriptorType, types.WrapperDescriptorType)):
+        owner = value.__objclass__
+        return f"descriptor {owner.__module__}.{owner.__qualname__}.{value.__name__}"
+    return None
+
+
+_ADDRESS = re.compile(r" at 0x[0-9a-f]+")
+
+
+def portable(settings: dict[str, Any], left_out: frozenset[str]) -> dict[str, str]:
+    """A settings module's values (`save_config_portable()`) as text that is the same in another process
+    of the same program: sets sorted, functions by name, no addresses; `left_out` and paths dropped."""
+    kept = {}
+    for name, value in settings.items():
+        if name in left_out or name.endswith(("_dir", "_dir_root", "_path", "logpath")):
+            continue
+        kept[name] = _setting(value)
+    return kept
+
+
+def _setting(value: Any) -> str:
+    if isinstance(value, (set, frozenset)):
+        return repr(sorted(_setting(v) for v in value))
+    if isinstance(value, dict):
+        return repr({_setting(k): _setting(v) for k, v in sorted(value.items(), key=lambda kv: repr(kv[0]))})
+    if callable(value) and hasattr(value, "__qualname__"):
+        return f"{getattr(value, '__module__', '?')}.{value.__qualname__}"
+    return _ADDRESS.sub("", repr(value))

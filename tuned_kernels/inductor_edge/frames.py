@@ -1,0 +1,434 @@
+"""torch.compile's first call without Dynamo's trace: capture saves each frame Dynamo compiled as one whole
+graph, with torch's own ahead-of-time compile of it (`aot_compile_fullgraph`: the transformed bytecode, the
+compiled graph and the guards that can be saved), and a served process installs a bundle's frame as
+Dynamo's cache entry for that function at its first call, where the frame's checks hold (frame_file.py):
+no trace, no guard building from a trace, no graph look-up.
+
+Both act in Dynamo's frame callback (`CatchErrorsWrapper.__call__`), which Dynamo calls for a function
+whose cache holds nothing that fits. Served: a frame is loaded for the function's code (by module and
+qualified name) only when its code, the settings it compiled under and the source of every function it
+inlined are the same here, and each object it guarded by identity is described the same; its guards,
+with those identity checks added, must hold for the call's arguments. Anything else, or anything that
+fails, and Dynamo traces as it would without the bundle (the graph caches serve what it compiles).
+"""
+
+from __future__ import annotations
+
+import builtins
+import contextlib
+import dataclasses
+import hashlib
+import io
+import shutil
+import sys
+import types
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from tuned_kernels.errors import one_line, warn
+from tuned_kernels.inductor_edge import frame_file
+from tuned_kernels.inductor_edge.cache_files import place_new_file
+
+GUARDS = "its guards do not hold"  # why not, for this call's arguments (another call's may fit)
+CHANGING = (GUARDS, "G[", "L[")  # ... or for what a global or an argument holds now
+RESUMED = "torch_dynamo_resume_in_"  # Dynamo's functions for what follows a graph break
+# differ per process, not in what a frame computes (the choices hook: tuned-kernels' own, see hooks.py)
+LEFT_OUT = frozenset({"inductor_choices_class", "debug_dir_root"})
+
+
+@dataclass
+class Offered:
+    """A bundle's frame: its function's name and a reader of its file (None: its bytes failed their check)."""
+
+    name: str  # module.qualname of the traced function
+    read: Callable[[], bytes | None]
+    source: str  # the bundle's name
+    loaded: Any = None  # (checks, torch's artifacts) once read and loaded
+
+
+@dataclass
+class _State:
+    capture_folder: Path | None = None
+    offered: dict[str, list[Offered]] = field(default_factory=dict)
+    served: int = 0
+    traced: dict[str, int] = field(default_factory=dict)  # why a frame offered was not served, counted
+    said: set[str] = field(default_factory=set)
+    original: Any = None
+    settings: dict[int, tuple[Any, str]] = field(default_factory=dict)  # backend id -> (backend, digest)
+
+
+_state = _State()
+
+
+def capture_into(folder: Path) -> None:
+    """From now on each frame Dynamo compiles whole is also saved into `folder`."""
+    _state.capture_folder = folder
+    _patch()
+
+
+def serve(offered: Sequence[Offered]) -> None:
+    """From now on a function's first call looks for its frame among `offered` before Dynamo traces it."""
+    for frame in offered:
+        _state.offered.setdefault(frame.name, []).append(frame)
+    if offered:
+        _patch()
+
+
+def served() -> int:
+    return _state.served
+
+
+def traced() -> dict[str, int]:
+    """Why frames the bundles offered were traced instead, and how many times."""
+    return dict(_state.traced)
+
+
+def stop() -> None:
+    global _state
+    if _state.original is not None:
+        from torch._dynamo import convert_frame
+
+        convert_frame.CatchErrorsWrapper.__call__ = _state.original  # type: ignore[method-assign]
+    _state = _State()
+
+
+def _patch() -> None:
+    from tuned_kernels.inductor_edge.shapes import DYNAMO_FRAMES
+    from tuned_kernels.internals import holds
+
+    if _state.original is not None or not holds(DYNAMO_FRAMES[0]):
+        return
+    from torch._dynamo import convert_frame
+
+    original = convert_frame.CatchErrorsWrapper.__call__
+    _state.original = original
+
+    def frame_callback(self: Any, frame: Any, cache_entry: Any, frame_state: Any) -> Any:
+        if _state.offered:
+            found = _serve(self, frame)
+            if found is not None:
+                return found
+        result = original(self, frame, cache_entry, frame_state)
+        if _state.capture_folder is not None and getattr(result, "guarded_code", None) is not None:
+            _capture(self, frame, _state.capture_folder)
+        return result
+
+    convert_frame.CatchErrorsWrapper.__call__ = frame_callback  # type: ignore[method-assign]
+
+
+def _torch_can() -> bool:
+    """Whether this torch saves and loads frames as this edge expects (asked once Dynamo is imported)."""
+    from tuned_kernels.inductor_edge.shapes import DYNAMO_FRAMES
+    from tuned_kernels.internals import holds
+
+    return all(holds(shape) for shape in DYNAMO_FRAMES[1:])
+
+
+def _name_of(frame: Any) -> str:
+    code = frame.f_code
+    return f"{frame.f_globals.get('__name__')}.{getattr(code, 'co_qualname', code.co_name)}"
+
+
+# -- serving -------------------------------------------------------------------------------------------------
+
+
+def _serve(wrapper: Any, frame: Any) -> Any:
+    """Dynamo's result for this call from the first offered frame that fits it (None: none fits, and Dynamo
+    traces; said once per function and reason, unless only guards on this call's arguments failed)."""
+    candidates = _state.offered.get(_name_of(frame))
+    if not candidates or not _torch_can():
+        return None
+    missed = []
+    for offered in list(candidates):
+        try:
+            found, why = _load(offered, wrapper, frame)
+        except Exception as exc:  # a frame torch cannot load here: Dynamo traces
+            found, why = None, f"torch could not load it: {one_line(f'{type(exc).__name__}: {exc}', 160)}"
+        if found is not None:
+            _state.served += 1
+            return found
+        missed.append((offered, why))
+        if not why.startswith(CHANGING):  # what differs for good: not asked again
+            candidates.remove(offered)
+    for _, why in missed:
+        _state.traced[why] = _state.traced.get(why, 0) + 1
+    offered, why = next(((o, w) for o, w in missed if not w.startswith(GUARDS)), missed[0])
+    said = f"Dynamo frame {offered.name} from {offered.source} not served: {why}; Dynamo traces it"
+    if not why.startswith(GUARDS) and said not in _state.said:
+        _state.said.add(said)
+        with contextlib.suppress(Warning):
+            warn(said)
+    return None
+
+
+def _load(offered: Offered, wrapper: Any, frame: Any) -> tuple[Any, str]:
+    """Dynamo's result for this frame from `offered` (None and why not)."""
+    if offered.loaded is None:
+        data = offered.read()
+        if data is None:
+            return None, "its bytes are missing or corrupt (sha256 differs)"
+        try:
+            checks, compiled = frame_file.read(data)
+        except ValueError as exc:
+            return None, f"damaged ({exc})"
+        why = _differs(checks, wrapper, frame)
+        if why is not None:
+            return None, why
+        artifacts = _artifacts(compiled)
+        artifacts.check_compatibility()
+        offered.loaded = (checks, artifacts)
+    checks, artifacts = offered.loaded
+    _install_imports(artifacts, frame.f_globals)
+    why = _identities_differ(checks, frame.f_locals, frame.f_globals)
+    if why is not None:
+        return None, why
+    guard_manager = _guard_manager(artifacts, checks, frame)
+    if not guard_manager.check(frame.f_locals):
+        return None, f"{GUARDS} for this call"
+    from torch._dynamo.types import GuardedCode, wrap_guarded_code
+    from torch._guards import CompileId
+
+    _as_dynamos_own(artifacts.runtime_env.bytecode, frame.f_code)
+    guarded = GuardedCode(
+        artifacts.runtime_env.bytecode, guard_manager, CompileId(frame_id=0, frame_compile_id=0)
+    )
+    return wrap_guarded_code(guarded), ""
+
+
+def _as_dynamos_own(bytecode: types.CodeType, code: types.CodeType) -> None:
+    """Dynamo's records of the code it made for a function (read when it recompiles, to say why)."""
+    from torch._dynamo.convert_frame import output_codes
+    from torch._dynamo.utils import orig_code_map
+
+    orig_code_map[bytecode] = code
+    output_codes.add(bytecode)
+
+
+def _differs(checks: frame_file.FrameChecks, wrapper: Any, frame: Any) -> str | None:
+    """Why a frame's checks do not hold for this function here (None: they hold)."""
+    if frame_file.code_digest(frame.f_code) != checks.code:
+        return "the function's code differs from the capture's"
+    if _settings_digest(wrapper) != checks.settings:
+        return "Dynamo's, AOTAutograd's or Inductor's settings differ from the capture's"
+    from torch._dynamo.package import _hash_sourcelines
+
+    for module, first, last, digest in checks.sources:
+        found = sys.modules.get(module)
+        try:
+            same = found is not None and _hash_sourcelines(found, first, last) == digest
+        except (OSError, TypeError):  # a module without source here
+            same = False
+        if not same:
+            return f"the source of {module} (lines {first}-{last}) differs from the capture's"
+    return None
+
+
+def _identities_differ(checks: frame_file.FrameChecks, f_locals: Any, f_globals: Any) -> str | None:
+    for source, expected in checks.identities:
+        if frame_file.describe(_value_of(source, f_locals, f_globals)) != expected:
+            return f"{source} is not {expected}"
+    return None
+
+
+_MISSING = object()
+
+
+def _value_of(source: str, f_locals: Any, f_globals: Any) -> Any:
+    """What Dynamo's name for a guarded source (`G['ACT']`, `L['self'].act`) finds in this frame."""
+    from torch._dynamo import guards
+
+    closure = getattr(guards, "_get_closure_vars", lambda: getattr(guards, "CLOSURE_VARS", {}))()
+    try:
+        return eval(source, {"L": f_locals, "G": f_globals, "__builtins__": builtins.__dict__}, closure)
+    except Exception:
+        return _MISSING
+
+
+def _guard_manager(artifacts: Any, checks: frame_file.FrameChecks, frame: Any) -> Any:
+    """The frame's saved guards, built against this function's globals (where its compiled graph and the
+    modules its bytecode imports are installed, as Dynamo installs them), with the identity checks added."""
+    import torch
+    from torch._dynamo.package import load_guard_manager, load_guards_state
+
+    scope = frame.f_globals
+    scope[artifacts.backend_id] = torch._dynamo.disable(artifacts.compiled_fn)  # type: ignore[no-untyped-call]
+    state = load_guards_state(artifacts.guards_state)
+    builtins_name = getattr(state.output_graph, "name_of_builtins_dict_key_in_fglobals", None)
+    if builtins_name and builtins_name not in scope:
+        from torch._dynamo.output_graph import get_builtins_dict
+
+        scope[builtins_name] = get_builtins_dict(scope)
+    manager = load_guard_manager(state, frame.f_code, scope)
+    for source, expected in checks.identities:
+        manager.root.add_lambda_guard(
+            _identity_guard(source, expected, scope), [f"{source}: {expected} (tuned-kernels)"], None
+        )
+    return manager
+
+
+def _install_imports(artifacts: Any, scope: Any) -> None:
+    """The modules the frame's bytecode and guards name by Dynamo's aliases (`__import_torch_dot_nn`), into
+    the function's globals where Dynamo's own trace would put them."""
+    import importlib
+
+    for alias, module in artifacts.runtime_env.import_sources.items():
+        if alias not in scope:
+            scope[alias] = importlib.import_module(module)
+
+
+def _identity_guard(source: str, expected: str, f_globals: Any) -> Callable[[Any], bool]:
+    known: dict[int, tuple[Any, bool]] = {}  # by id, holding the object: an id is not reused meanwhile
+
+    def holds(f_locals: Any) -> bool:
+        value = _value_of(source, f_locals, f_globals)
+        seen = known.get(id(value))
+        if seen is None or seen[0] is not value:
+            if len(known) > 64:
+                known.clear()
+            seen = known[id(value)] = (value, frame_file.describe(value) == expected)
+        return seen[1]
+
+    return holds
+
+
+def _artifacts(compiled: bytes) -> Any:
+    """torch's saved frame, loaded as `AOTCompiledFunction.deserialize` loads it, without building its
+    guards against a copy of the globals (they are built against the function's own)."""
+    import torch
+    from torch._dynamo import aot_compile
+    from torch._dynamo.package import SerializedCode
+
+    state = aot_compile.AOTCompileUnpickler({}, io.BytesIO(compiled)).load()
+    env = state["runtime_env"]
+    state["runtime_env"] = dataclasses.replace(env, bytecode=SerializedCode.to_code_object(env.bytecode))
+    deserialize, saved = state["compiled_fn"]
+    with torch._inductor.config.patch(enable_autograd_for_aot=True):
+        state["compiled_fn"] = deserialize(saved)
+    state["original_code"] = SerializedCode.to_code_object(state["original_code"])
+    return aot_compile.CompileArtifacts(**state)
+
+
+def _settings_digest(wrapper: Any) -> str:
+    """A digest of the settings a frame compiles under: Dynamo's, AOTAutograd's, and Inductor's with the
+    options of this `torch.compile` (its mode); once per backend."""
+    from torch._dynamo.eval_frame import innermost_backend
+
+    backend = innermost_backend(wrapper)
+    known = _state.settings.get(id(backend))
+    if known is not None and known[0] is backend:
+        return known[1]
+    import json
+
+    from torch._dynamo import config as dynamo
+    from torch._functorch import config as functorch
+    from torch._inductor import config as inductor
+
+    with inductor.patch(getattr(backend, "config", None) or {}):
+        inductor_settings = inductor.save_config_portable()
+    parts = {
+        "backend": f"{type(backend).__module__}.{type(backend).__qualname__}",
+        "dynamo": frame_file.portable(dynamo.save_config_portable(), LEFT_OUT),
+        "functorch": frame_file.portable(functorch.save_config_portable(), LEFT_OUT),
+        "inductor": frame_file.portable(inductor_settings, LEFT_OUT),
+    }
+    digest = hashlib.sha256(json.dumps(parts, sort_keys=True).encode()).hexdigest()
+    _state.settings[id(backend)] = (backend, digest)
+    return digest
+
+
+# -- capturing -----------------------------------------------------------------------------------------------
+
+
+def _capture(wrapper: Any, frame: Any, folder: Path) -> None:
+    """Saves the frame Dynamo just compiled, compiled again ahead of time (Inductor's caches hold its graph
+    by now); a frame that cannot be saved so is said once and served by the graph caches."""
+    code = frame.f_code
+    if code.co_name.startswith(RESUMED) or not _torch_can():
+        return
+    try:
+        why = _save(wrapper, frame, folder)
+    except Exception as exc:  # a graph break (not one whole graph), a backend torch cannot save
+        why = one_line(f"{type(exc).__name__}: {exc}", 160)
+    if why is not None:
+        with contextlib.suppress(Warning):
+            warn(f"Dynamo frame {_name_of(frame)} not saved: {why}; served by the graph caches, traced")
+
+
+def _save(wrapper: Any, frame: Any, folder: Path) -> str | None:
+    import torch
+    from torch._dynamo.aot_compile import AOTCompiledFunction, aot_compile_fullgraph
+    from torch._dynamo.eval_frame import innermost_backend
+    from torch._dynamo.guards import CheckFunctionManager
+    from torch._dynamo.hooks import Hooks
+
+    code = frame.f_code
+    backend = innermost_backend(wrapper)
+    if not isinstance(backend, torch._TorchCompileInductorWrapper):
+        return f"its backend is {type(backend).__name__}, not Inductor"
+    if code.co_freevars:
+        return "a closure (its cells are not saved)"
+    unsaved = set(CheckFunctionManager.UNSUPPORTED_SERIALIZATION_GUARD_TYPES)
+    identities: dict[str, str] = {}
+    undescribed: list[str] = []
+
+    def keep(entries: Sequence[Any]) -> list[bool]:
+        kept = []
+        for entry in entries:
+            saved = entry.guard_type not in unsaved and not unsaved & set(entry.derived_guard_types)
+            if not saved:
+                described = frame_file.describe(entry.value) if entry.has_value else None
+                if described is None:
+                    undescribed.append(f"{entry.name} ({entry.guard_type})")
+                else:
+                    identities[entry.name] = described
+            kept.append(saved)
+        return kept
+
+    fn = types.FunctionType(code, frame.f_globals, code.co_name)
+    entries = folder.parent / "aotautograd"
+    before = set(entries.iterdir()) if entries.is_dir() else set()
+    try:
+        compiled = aot_compile_fullgraph(
+            fn, _arguments(code, frame.f_locals), hooks=Hooks(guard_filter_fn=keep), backend=backend
+        )
+    finally:  # the entry this compile wrote as well (its graph again, bundled in): not the program's own
+        for written in (set(entries.iterdir()) if entries.is_dir() else set()) - before:
+            shutil.rmtree(written, ignore_errors=True)
+    if undescribed:
+        return f"a guard on the identity of {undescribed[0]}, which another process cannot check"
+    checks = frame_file.FrameChecks(
+        module=str(frame.f_globals.get("__name__")),
+        qualname=getattr(code, "co_qualname", code.co_name),
+        code=frame_file.code_digest(code),
+        settings=_settings_digest(wrapper),
+        identities=tuple(sorted(identities.items())),
+        sources=tuple(
+            sorted(
+                (s.module, s.firstlineno, s.lastlineno, s.checksum)
+                for s in compiled.source_info().inlined_sources
+            )
+        ),
+    )
+    data = frame_file.write(checks, AOTCompiledFunction.serialize(compiled).serialized_data)
+    place_new_file(folder / f"{hashlib.sha256(data).hexdigest()}{frame_file.SUFFIX}", data)
+    return None
+
+
+def _arguments(code: types.CodeType, f_locals: Any) -> tuple[tuple[Any, ...], dict[str, Any]]:
+    """A frame's arguments as its function was called with them (before it ran, its locals are they)."""
+    import inspect
+
+    names = code.co_varnames
+    positional = names[: code.co_argcount]
+    keyword = names[code.co_argcount : code.co_argcount + code.co_kwonlyargcount]
+    extra = code.co_argcount + code.co_kwonlyargcount
+    args = tuple(f_locals[n] for n in positional)
+    kwargs = {n: f_locals[n] for n in keyword}
+    if code.co_flags & inspect.CO_VARARGS:
+        args += tuple(f_locals[names[extra]])
+        extra += 1
+    if code.co_flags & inspect.CO_VARKEYWORDS:
+        kwargs.update(f_locals[names[extra]])
+    return args, kwargs
