@@ -28,7 +28,7 @@ from pathlib import Path
 from typing import Any
 
 from tuned_kernels.errors import one_line, warn
-from tuned_kernels.inductor_edge import frame_file
+from tuned_kernels.inductor_edge import frame_file, graphs
 from tuned_kernels.inductor_edge.cache_files import place_new_file
 
 GUARDS = "its guards do not hold"  # why not, for this call's arguments (another call's may fit)
@@ -176,15 +176,17 @@ def _load(offered: Offered, wrapper: Any, frame: Any) -> tuple[Any, str]:
         why = _differs(checks, wrapper, frame)
         if why is not None:
             return None, why
+        from torch._dynamo.package import load_guards_state
+
         artifacts = _artifacts(compiled)
         artifacts.check_compatibility()
-        offered.loaded = (checks, artifacts)
-    checks, artifacts = offered.loaded
-    _install_imports(artifacts, frame.f_globals)
+        offered.loaded = (checks, artifacts, load_guards_state(artifacts.guards_state))
+    checks, artifacts, guards = offered.loaded
+    _install_globals(artifacts, guards, frame.f_globals)
     why = _identities_differ(checks, frame.f_locals, frame.f_globals)
     if why is not None:
         return None, why
-    guard_manager = _guard_manager(artifacts, checks, frame)
+    guard_manager = _guard_manager(artifacts, guards, checks, frame)
     if not guard_manager.check(frame.f_locals):
         return None, f"{GUARDS} for this call"
     from torch._dynamo.types import GuardedCode, wrap_guarded_code
@@ -246,21 +248,15 @@ def _value_of(source: str, f_locals: Any, f_globals: Any) -> Any:
         return _MISSING
 
 
-def _guard_manager(artifacts: Any, checks: frame_file.FrameChecks, frame: Any) -> Any:
-    """The frame's saved guards, built against this function's globals (where its compiled graph and the
-    modules its bytecode imports are installed, as Dynamo installs them), with the identity checks added."""
+def _guard_manager(artifacts: Any, guards: Any, checks: frame_file.FrameChecks, frame: Any) -> Any:
+    """The frame's saved guards, built against this function's globals (where its compiled graph is
+    installed, as Dynamo installs it), with the identity checks added."""
     import torch
-    from torch._dynamo.package import load_guard_manager, load_guards_state
+    from torch._dynamo.package import load_guard_manager
 
     scope = frame.f_globals
     scope[artifacts.backend_id] = torch._dynamo.disable(artifacts.compiled_fn)  # type: ignore[no-untyped-call]
-    state = load_guards_state(artifacts.guards_state)
-    builtins_name = getattr(state.output_graph, "name_of_builtins_dict_key_in_fglobals", None)
-    if builtins_name and builtins_name not in scope:
-        from torch._dynamo.output_graph import get_builtins_dict
-
-        scope[builtins_name] = get_builtins_dict(scope)
-    manager = load_guard_manager(state, frame.f_code, scope)
+    manager = load_guard_manager(guards, frame.f_code, scope)
     for source, expected in checks.identities:
         manager.root.add_lambda_guard(
             _identity_guard(source, expected, scope), [f"{source}: {expected} (tuned-kernels)"], None
@@ -268,14 +264,20 @@ def _guard_manager(artifacts: Any, checks: frame_file.FrameChecks, frame: Any) -
     return manager
 
 
-def _install_imports(artifacts: Any, scope: Any) -> None:
-    """The modules the frame's bytecode and guards name by Dynamo's aliases (`__import_torch_dot_nn`), into
-    the function's globals where Dynamo's own trace would put them."""
+def _install_globals(artifacts: Any, guards: Any, scope: Any) -> None:
+    """What the frame's bytecode and guards name by Dynamo's aliases, into the function's globals where
+    Dynamo's own trace would put them: modules (`__import_torch_dot_nn`) and the builtins
+    (`__builtins_dict___2`)."""
     import importlib
 
     for alias, module in artifacts.runtime_env.import_sources.items():
         if alias not in scope:
             scope[alias] = importlib.import_module(module)
+    builtins_name = getattr(guards.output_graph, "name_of_builtins_dict_key_in_fglobals", None)
+    if builtins_name and builtins_name not in scope:
+        from torch._dynamo.output_graph import get_builtins_dict
+
+        scope[builtins_name] = get_builtins_dict(scope)
 
 
 def _identity_guard(source: str, expected: str, f_globals: Any) -> Callable[[Any], bool]:
@@ -411,9 +413,37 @@ def _save(wrapper: Any, frame: Any, folder: Path) -> str | None:
             )
         ),
     )
-    data = frame_file.write(checks, AOTCompiledFunction.serialize(compiled).serialized_data)
+    saved = _slimmed(AOTCompiledFunction.serialize(compiled).serialized_data)
+    data = frame_file.write(checks, saved)
     place_new_file(folder / f"{hashlib.sha256(data).hexdigest()}{frame_file.SUFFIX}", data)
     return None
+
+
+def _slimmed(saved: bytes) -> bytes:
+    """torch's saved frame without what serving does not need: the text of every module a function the
+    trace inlined is in (torch keeps it whole; the frame's checks hold each function's digest) and the
+    compiled Triton kernels its graphs do not launch (graphs.keep_launched). Read and written again as torch
+    does; as it was where anything is not as expected. Capture only: the user's own program's frame."""
+    import pickle
+
+    from torch._dynamo import aot_compile
+
+    try:
+        state = aot_compile.AOTCompileUnpickler({}, io.BytesIO(saved)).load()
+        sources = state["source_info"]
+        sources.inlined_sources = {dataclasses.replace(s, content="") for s in sources.inlined_sources}
+        deserialize, inner = state["compiled_fn"]
+        bundled = pickle.loads(inner)  # (the AOTAutograd entry, Triton kernels, their constant arguments)
+        entry = bundled[0]
+        sides = (getattr(entry, "compiled_fw", None), getattr(entry, "compiled_bw", None))
+        if any([graphs.keep_launched(getattr(side, "result", None)) for side in sides]):
+            state["compiled_fn"] = (deserialize, pickle.dumps(bundled))
+        out = io.BytesIO()
+        pickler = aot_compile.AOTCompilePickler({}, out)
+        pickler.dump(state)
+        return saved if getattr(pickler, "errors", None) else out.getvalue()
+    except Exception:  # another torch's layout: shipped whole
+        return saved
 
 
 def _arguments(code: types.CodeType, f_locals: Any) -> tuple[tuple[Any, ...], dict[str, Any]]:

@@ -114,27 +114,32 @@ def launched_only(data: bytes) -> bytes:
     Capture only: the entry is one Inductor just wrote into the capture's private cache directory (the
     user's own program, run by the user), unpickled and pickled again as Inductor does. Anything not as
     expected keeps the entry as it was."""
-    import dataclasses
     import pickle
 
     try:
         graph = pickle.loads(data)
-        bundle, source = getattr(graph, "_triton_bundle", None), getattr(graph, "source_code", None)
-        if bundle is None or not isinstance(source, str) or not hasattr(bundle, "kernel_artifacts"):
-            return data
-        names = set(_DEFINED.findall(source))
-        if not names:  # generated code written otherwise than this knows: shipped whole
-            return data
-        names |= {getattr(a, "kernel_name", None) for a in getattr(bundle, "static_autotuners", ())}
-        kept = [
-            k for k in bundle.kernel_artifacts if any(_kernel_of(a.filename) in names for a in k.artifacts)
-        ]
-        if len(kept) == len(bundle.kernel_artifacts):
-            return data
-        graph._triton_bundle = dataclasses.replace(bundle, kernel_artifacts=kept)
-        return pickle.dumps(graph)
+        return pickle.dumps(graph) if keep_launched(graph) else data
     except Exception:  # another torch's layout, or one this code does not know: shipped whole
         return data
+
+
+def keep_launched(graph: object) -> bool:
+    """Drops from a compiled graph (Inductor's `CompiledFxGraph`) the compiled Triton kernels its generated
+    code does not define; whether it dropped any (a graph laid out otherwise is left as it is)."""
+    import dataclasses
+
+    bundle, source = getattr(graph, "_triton_bundle", None), getattr(graph, "source_code", None)
+    if bundle is None or not isinstance(source, str) or not hasattr(bundle, "kernel_artifacts"):
+        return False
+    names = set(_DEFINED.findall(source))
+    if not names:  # generated code written otherwise than this knows: shipped whole
+        return False
+    names |= {getattr(a, "kernel_name", None) for a in getattr(bundle, "static_autotuners", ())}
+    kept = [k for k in bundle.kernel_artifacts if any(_kernel_of(a.filename) in names for a in k.artifacts)]
+    if len(kept) == len(bundle.kernel_artifacts):
+        return False
+    graph._triton_bundle = dataclasses.replace(bundle, kernel_artifacts=kept)  # type: ignore[attr-defined]
+    return True
 
 
 def _kernel_of(filename: str) -> str:
