@@ -178,7 +178,7 @@ def _load(offered: Offered, wrapper: Any, frame: Any) -> tuple[Any, str]:
             return None, why
         from torch._dynamo.package import load_guards_state
 
-        artifacts = _artifacts(compiled)
+        artifacts = _artifacts(compiled, _modules_in_cells(frame.f_code, getattr(frame, "closure", None)))
         artifacts.check_compatibility()
         offered.loaded = (checks, artifacts, load_guards_state(artifacts.guards_state))
     checks, artifacts, guards = offered.loaded
@@ -295,14 +295,30 @@ def _identity_guard(source: str, expected: str, f_globals: Any) -> Callable[[Any
     return holds
 
 
-def _artifacts(compiled: bytes) -> Any:
+def _modules_in_cells(code: types.CodeType, closure: Any) -> dict[str, Any]:
+    """The modules a frame's closure holds (`wrap_inline`'s for a torch.compile'd `nn.Sequential`), by cell:
+    torch saves no module, so a frame names each and is given the one this function holds when loaded."""
+    import torch
+
+    cells = zip(code.co_freevars, closure or (), strict=False)
+    return {f"cell {name}": c.cell_contents for name, c in cells if isinstance(_contents(c), torch.nn.Module)}
+
+
+def _contents(cell: Any) -> Any:
+    try:
+        return cell.cell_contents
+    except ValueError:  # an empty cell
+        return None
+
+
+def _artifacts(compiled: bytes, modules: dict[str, Any]) -> Any:
     """torch's saved frame, loaded as `AOTCompiledFunction.deserialize` loads it, without building its
     guards against a copy of the globals (they are built against the function's own)."""
     import torch
     from torch._dynamo import aot_compile
     from torch._dynamo.package import SerializedCode
 
-    state = aot_compile.AOTCompileUnpickler({}, io.BytesIO(compiled)).load()
+    state = aot_compile.AOTCompileUnpickler(modules, io.BytesIO(compiled)).load()
     env = state["runtime_env"]
     state["runtime_env"] = dataclasses.replace(env, bytecode=SerializedCode.to_code_object(env.bytecode))
     deserialize, saved = state["compiled_fn"]
@@ -369,8 +385,9 @@ def _save(wrapper: Any, frame: Any, folder: Path) -> str | None:
     backend = innermost_backend(wrapper)
     if not isinstance(backend, torch._TorchCompileInductorWrapper):
         return f"its backend is {type(backend).__name__}, not Inductor"
-    if code.co_freevars:
-        return "a closure (its cells are not saved)"
+    closure = getattr(frame, "closure", None) if code.co_freevars else None
+    if code.co_freevars and not closure:
+        return "a closure whose cells Dynamo does not give"
     unsaved = set(CheckFunctionManager.UNSUPPORTED_SERIALIZATION_GUARD_TYPES)
     identities: dict[str, str] = {}
     undescribed: list[str] = []
@@ -388,7 +405,7 @@ def _save(wrapper: Any, frame: Any, folder: Path) -> str | None:
             kept.append(saved)
         return kept
 
-    fn = types.FunctionType(code, frame.f_globals, code.co_name)
+    fn = types.FunctionType(code, frame.f_globals, code.co_name, None, closure)
     entries = folder.parent / "aotautograd"
     before = set(entries.iterdir()) if entries.is_dir() else set()
     try:
@@ -413,13 +430,14 @@ def _save(wrapper: Any, frame: Any, folder: Path) -> str | None:
             )
         ),
     )
-    saved = _slimmed(AOTCompiledFunction.serialize(compiled).serialized_data)
+    modules = _modules_in_cells(code, closure)
+    saved = _slimmed(AOTCompiledFunction.serialize(compiled, modules).serialized_data, modules)
     data = frame_file.write(checks, saved)
     place_new_file(folder / f"{hashlib.sha256(data).hexdigest()}{frame_file.SUFFIX}", data)
     return None
 
 
-def _slimmed(saved: bytes) -> bytes:
+def _slimmed(saved: bytes, modules: dict[str, Any]) -> bytes:
     """torch's saved frame without what serving does not need: the text of every module a function the
     trace inlined is in (torch keeps it whole; the frame's checks hold each function's digest) and the
     compiled Triton kernels its graphs do not launch (graphs.keep_launched). Read and written again as torch
@@ -429,7 +447,7 @@ def _slimmed(saved: bytes) -> bytes:
     from torch._dynamo import aot_compile
 
     try:
-        state = aot_compile.AOTCompileUnpickler({}, io.BytesIO(saved)).load()
+        state = aot_compile.AOTCompileUnpickler(modules, io.BytesIO(saved)).load()
         sources = state["source_info"]
         sources.inlined_sources = {dataclasses.replace(s, content="") for s in sources.inlined_sources}
         deserialize, inner = state["compiled_fn"]
@@ -439,7 +457,7 @@ def _slimmed(saved: bytes) -> bytes:
         if any([graphs.keep_launched(getattr(side, "result", None)) for side in sides]):
             state["compiled_fn"] = (deserialize, pickle.dumps(bundled))
         out = io.BytesIO()
-        pickler = aot_compile.AOTCompilePickler({}, out)
+        pickler = aot_compile.AOTCompilePickler(modules, out)
         pickler.dump(state)
         return saved if getattr(pickler, "errors", None) else out.getvalue()
     except Exception:  # another torch's layout: shipped whole
