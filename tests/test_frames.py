@@ -26,7 +26,7 @@ from tuned_kernels.inductor_edge import frame_file, graphs
 from tuned_kernels.results import read_results, write_results
 
 APP = Path(__file__).parent / "corpora" / "frame_app.py"
-SERVED_WHOLE = "2 loaded with their Dynamo frames (no trace), 0 found in Inductor's cache, 0 compiled here"
+SERVED_WHOLE = "3 loaded with their Dynamo frames (no trace), 0 found in Inductor's cache, 0 compiled here"
 
 
 @dataclasses.dataclass(frozen=True)
@@ -71,9 +71,13 @@ def _frames(results: model.Results) -> list[model.Entry]:
 
 
 def test_capture_saves_each_frame_dynamo_compiled_whole(captured: Path) -> None:
-    """The forward, compiled with `ACT` torch.relu, then again once the program rebound it."""
-    functions = [dict(e.best.kwargs)[graphs.FUNCTION] for e in _frames(read_results(captured))]
-    assert functions == ["__main__.Block.forward"] * 2
+    """The forward, compiled with `ACT` torch.relu, then again once the program rebound it, and the function
+    through which Dynamo traces an `nn.Sequential` (a closure holding it)."""
+    functions = sorted(dict(e.best.kwargs)[graphs.FUNCTION] for e in _frames(read_results(captured)))
+    assert functions == [
+        *["__main__.Block.forward"] * 2,
+        "torch._dynamo.external_utils.wrap_inline.<locals>.inner",
+    ]
 
 
 def test_a_served_first_call_runs_no_dynamo_trace_and_answers_as_eager(
@@ -87,7 +91,7 @@ def test_a_served_first_call_runs_no_dynamo_trace_and_answers_as_eager(
 
 def test_with_frames_off_dynamo_traces_and_the_graph_caches_serve(captured: Path, tmp_path: Path) -> None:
     served = run_app(tmp_path / "off", bundle=captured, TUNED_KERNELS_FRAMES="0")
-    assert served.frames == {"traced": 1, "fxgraph_hits": 1, "fxgraph_misses": 0}
+    assert served.frames == {"traced": 2, "fxgraph_hits": 2, "fxgraph_misses": 0}
 
 
 def test_a_global_guarded_by_identity_that_differs_is_traced_and_answers_as_eager(
@@ -96,12 +100,16 @@ def test_a_global_guarded_by_identity_that_differs_is_traced_and_answers_as_eage
     """The capture's `ACT` was torch.relu, then torch.sigmoid; Dynamo's own saved frames drop that guard and
     would run one of them."""
     served = run_app(tmp_path / "tanh", bundle=captured, FRAME_APP_ACT="tanh")
-    assert served.frames["traced"] == 1
-    (said,) = [w for w in served.warnings if "not served" in w]
-    assert said.startswith(
+    assert served.frames["traced"] == 2  # the block, and the Sequential (whose trace inlines the block)
+    said = [w for w in served.warnings if "not served" in w]
+    assert said[0].startswith(
         f"tuned-kernels: Dynamo frame __main__.Block.forward from {captured} not served: G['ACT'] is not "
         "builtin torch._VariableFunctionsClass."
-    ) and said.endswith("; Dynamo traces it")
+    ) and said[0].endswith("; Dynamo traces it")
+    assert (
+        len(said) == 2
+        and "G['__import___main__'].ACT is not builtin torch._VariableFunctionsClass." in said[1]
+    )
 
 
 def test_an_edited_function_is_traced_and_answers_as_eager(captured: Path, tmp_path: Path) -> None:
@@ -109,9 +117,9 @@ def test_an_edited_function_is_traced_and_answers_as_eager(captured: Path, tmp_p
     folder.mkdir()
     (folder / "frame_app.py").write_text(APP.read_text().replace("return y * 2", "return y * 3"))
     served = run_app(folder, bundle=captured)
-    assert served.frames["traced"] == 1
-    (said,) = [w for w in served.warnings if "not served" in w]
-    assert "not served: the source of __main__ (lines" in said and said.endswith("; Dynamo traces it")
+    assert served.frames["traced"] == 2
+    said = [w for w in served.warnings if "not served" in w]
+    assert len(said) == 2 and all("not served: the source of __main__ (lines" in w for w in said), said
 
 
 def test_a_frame_torch_cannot_load_is_one_line_and_traced(captured: Path, tmp_path: Path) -> None:
@@ -122,9 +130,9 @@ def test_a_frame_torch_cannot_load_is_one_line_and_traced(captured: Path, tmp_pa
     bundle = tmp_path / "damaged.pb.zst"
     write_results(bundle, _with_frame_bytes(read_results(captured), damaged))
     served = run_app(tmp_path / "damaged", bundle=bundle)
-    assert served.frames["traced"] == 1
-    (said,) = [w for w in served.warnings if "not served" in w]
-    assert "not served: torch could not load it: " in said
+    assert served.frames["traced"] == 2
+    said = [w for w in served.warnings if "not served" in w]
+    assert len(said) == 2 and all("not served: torch could not load it: " in w for w in said), said
 
 
 def _with_frame_bytes(results: model.Results, edit: Callable[[bytes], bytes]) -> model.Results:
@@ -212,3 +220,23 @@ def test_a_frame_file_reads_back_as_written() -> None:
     checks = frame_file.FrameChecks("m", "C.f", "c" * 64, "s" * 64, (("G['ACT']", "module torch"),),
                                     (("m", 3, 5, "h" * 64),))  # fmt: skip
     assert frame_file.read(frame_file.write(checks, b"\x80torch")) == (checks, b"\x80torch")
+
+
+@pytest.mark.parametrize(
+    ("settings", "saved"),
+    [
+        ({}, True),
+        ({"max_autotune": False, "coordinate_descent_tuning": False}, True),
+        ({"max_autotune": True}, False),
+        ({"max_autotune_pointwise": True}, False),
+        ({"coordinate_descent_tuning": True}, False),
+    ],
+)
+def test_frames_compiled_where_a_loaded_frames_kernels_would_tune_again_are_not_saved(
+    settings: dict[str, bool], saved: bool
+) -> None:
+    """Under max-autotune, a loaded frame's kernels ran coordinate descent again at the first call (H200,
+    torch 2.11), where the graph caches serve them untuned: such a frame is left to the graph caches."""
+    from tuned_kernels.inductor_edge.frame_capture import tuning_at_load
+
+    assert (tuning_at_load(settings) is None) == saved

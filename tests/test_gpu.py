@@ -618,14 +618,13 @@ def test_kernels_coordinate_descent_tuned_at_capture_run_their_configs_untuned_w
     empty caches, each finds the config its capture chose (the bundled `.best_config`, looked up under the
     capturing machine's cache path, and on torch up to 2.11 marked as found by coordinate descent:
     `autotune_cache.mend_read_best`) and runs it: no GPU benchmark, no generated kernel's autotuning, no
-    coordinate descent at the first call, counted by the program itself; and no Dynamo trace (its saved
-    frame is loaded)."""
+    coordinate descent at the first call, counted by the program itself."""
     model = ModelRuns(tmp_path, "llama-small", "max-autotune-no-cudagraphs")
     bundle = tmp_path / "model.pb.zst"
     captured = model.run("capture", sys.executable, "-m", "tuned_kernels", "capture", "-o", str(bundle), "--")
     assert captured["first_call_work"]["coordinate_descent"] > 0  # there was something to serve
     served = model.run("served", TUNED_KERNELS="1", TUNED_KERNELS_PATH=str(bundle))
-    assert served["fxgraph_misses"] == 0 and served["frames_traced"] == 0  # its frame loaded, not traced
+    assert served["fxgraph_misses"] == 0
     assert served["first_call_work"] == {
         "gpu_benchmarks": 0,
         "generated_kernel_autotunes": 0,

@@ -1,5 +1,6 @@
 """A torch.compile program for the CPU whose forward is one whole graph and reads globals Dynamo guards by
-identity: an activation chosen by `FRAME_APP_ACT` (`relu`, the default, or `tanh`) and a helper function.
+identity: an activation chosen by `FRAME_APP_ACT` (`relu`, the default, or `tanh`) and a helper function;
+the block alone and two of them in an `nn.Sequential`.
 Checks its output against eager PyTorch, also once `ACT` is rebound to another function, and prints how
 many frames Dynamo traced before that and Inductor's graph look-ups: `FRAMES {...}`."""
 
@@ -31,6 +32,8 @@ x = torch.randn(4, 16)
 compiled = torch.compile(block)
 torch.testing.assert_close(compiled(x), block(x))
 torch.testing.assert_close(compiled(x + 1), block(x + 1))  # called again: Dynamo's cache answers
+stack = torch.nn.Sequential(Block(), Block())  # traced through a closure holding the module (wrap_inline)
+torch.testing.assert_close(torch.compile(stack)(x), stack(x))
 frames = {
     "traced": counters["frames"]["total"],
     "fxgraph_hits": counters["inductor"]["fxgraph_cache_hit"],

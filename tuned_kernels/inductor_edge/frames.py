@@ -19,7 +19,6 @@ import contextlib
 import dataclasses
 import hashlib
 import io
-import shutil
 import sys
 import types
 from collections.abc import Callable, Sequence
@@ -28,12 +27,10 @@ from pathlib import Path
 from typing import Any
 
 from tuned_kernels.errors import one_line, warn
-from tuned_kernels.inductor_edge import frame_file, graphs
-from tuned_kernels.inductor_edge.cache_files import place_new_file
+from tuned_kernels.inductor_edge import frame_file
 
 GUARDS = "its guards do not hold"  # why not, for this call's arguments (another call's may fit)
 CHANGING = (GUARDS, "G[", "L[")  # ... or for what a global or an argument holds now
-RESUMED = "torch_dynamo_resume_in_"  # Dynamo's functions for what follows a graph break
 # differ per process, not in what a frame computes (the choices hook: tuned-kernels' own, see hooks.py)
 LEFT_OUT = frozenset({"inductor_choices_class", "debug_dir_root"})
 
@@ -112,13 +109,15 @@ def _patch() -> None:
                 return found
         result = original(self, frame, cache_entry, frame_state)
         if _state.capture_folder is not None and getattr(result, "guarded_code", None) is not None:
-            _capture(self, frame, _state.capture_folder)
+            from tuned_kernels.inductor_edge.frame_capture import capture
+
+            capture(self, frame, _state.capture_folder)
         return result
 
     convert_frame.CatchErrorsWrapper.__call__ = frame_callback  # type: ignore[method-assign]
 
 
-def _torch_can() -> bool:
+def torch_can() -> bool:
     """Whether this torch saves and loads frames as this edge expects (asked once Dynamo is imported)."""
     from tuned_kernels.inductor_edge.shapes import DYNAMO_FRAMES
     from tuned_kernels.internals import holds
@@ -126,7 +125,7 @@ def _torch_can() -> bool:
     return all(holds(shape) for shape in DYNAMO_FRAMES[1:])
 
 
-def _name_of(frame: Any) -> str:
+def name_of(frame: Any) -> str:
     code = frame.f_code
     return f"{frame.f_globals.get('__name__')}.{getattr(code, 'co_qualname', code.co_name)}"
 
@@ -137,8 +136,8 @@ def _name_of(frame: Any) -> str:
 def _serve(wrapper: Any, frame: Any) -> Any:
     """Dynamo's result for this call from the first offered frame that fits it (None: none fits, and Dynamo
     traces; said once per function and reason, unless only guards on this call's arguments failed)."""
-    candidates = _state.offered.get(_name_of(frame))
-    if not candidates or not _torch_can():
+    candidates = _state.offered.get(name_of(frame))
+    if not candidates or not torch_can():
         return None
     missed = []
     for offered in list(candidates):
@@ -178,7 +177,8 @@ def _load(offered: Offered, wrapper: Any, frame: Any) -> tuple[Any, str]:
             return None, why
         from torch._dynamo.package import load_guards_state
 
-        artifacts = _artifacts(compiled, _modules_in_cells(frame.f_code, getattr(frame, "closure", None)))
+        modules = modules_named(frame.f_code, getattr(frame, "closure", None), frame.f_globals)
+        artifacts = _artifacts(compiled, modules)
         artifacts.check_compatibility()
         offered.loaded = (checks, artifacts, load_guards_state(artifacts.guards_state))
     checks, artifacts, guards = offered.loaded
@@ -212,7 +212,7 @@ def _differs(checks: frame_file.FrameChecks, wrapper: Any, frame: Any) -> str | 
     """Why a frame's checks do not hold for this function here (None: they hold)."""
     if frame_file.code_digest(frame.f_code) != checks.code:
         return "the function's code differs from the capture's"
-    if _settings_digest(wrapper) != checks.settings:
+    if settings_digest(wrapper) != checks.settings:
         return "Dynamo's, AOTAutograd's or Inductor's settings differ from the capture's"
     from torch._dynamo.package import _hash_sourcelines
 
@@ -295,13 +295,16 @@ def _identity_guard(source: str, expected: str, f_globals: Any) -> Callable[[Any
     return holds
 
 
-def _modules_in_cells(code: types.CodeType, closure: Any) -> dict[str, Any]:
-    """The modules a frame's closure holds (`wrap_inline`'s for a torch.compile'd `nn.Sequential`), by cell:
-    torch saves no module, so a frame names each and is given the one this function holds when loaded."""
+def modules_named(code: types.CodeType, closure: Any, f_globals: Any) -> dict[str, Any]:
+    """The modules a frame's closure and globals hold (`wrap_inline`'s for a torch.compile'd `nn.Sequential`,
+    a global layer a function calls): torch saves no module, so a frame names each and is given the one
+    this function holds when it loads."""
     import torch
 
     cells = zip(code.co_freevars, closure or (), strict=False)
-    return {f"cell {name}": c.cell_contents for name, c in cells if isinstance(_contents(c), torch.nn.Module)}
+    named = {f"cell {name}": _contents(c) for name, c in cells}
+    named |= {f"global {name}": value for name, value in dict(f_globals).items()}
+    return {name: value for name, value in named.items() if isinstance(value, torch.nn.Module)}
 
 
 def _contents(cell: Any) -> Any:
@@ -328,7 +331,7 @@ def _artifacts(compiled: bytes, modules: dict[str, Any]) -> Any:
     return aot_compile.CompileArtifacts(**state)
 
 
-def _settings_digest(wrapper: Any) -> str:
+def settings_digest(wrapper: Any) -> str:
     """A digest of the settings a frame compiles under: Dynamo's, AOTAutograd's, and Inductor's with the
     options of this `torch.compile` (its mode); once per backend."""
     from torch._dynamo.eval_frame import innermost_backend
@@ -354,129 +357,3 @@ def _settings_digest(wrapper: Any) -> str:
     digest = hashlib.sha256(json.dumps(parts, sort_keys=True).encode()).hexdigest()
     _state.settings[id(backend)] = (backend, digest)
     return digest
-
-
-# -- capturing -----------------------------------------------------------------------------------------------
-
-
-def _capture(wrapper: Any, frame: Any, folder: Path) -> None:
-    """Saves the frame Dynamo just compiled, compiled again ahead of time (Inductor's caches hold its graph
-    by now); a frame that cannot be saved so is said once and served by the graph caches."""
-    code = frame.f_code
-    if code.co_name.startswith(RESUMED) or not _torch_can():
-        return
-    try:
-        why = _save(wrapper, frame, folder)
-    except Exception as exc:  # a graph break (not one whole graph), a backend torch cannot save
-        why = one_line(f"{type(exc).__name__}: {exc}", 160)
-    if why is not None:
-        with contextlib.suppress(Warning):
-            warn(f"Dynamo frame {_name_of(frame)} not saved: {why}; served by the graph caches, traced")
-
-
-def _save(wrapper: Any, frame: Any, folder: Path) -> str | None:
-    import torch
-    from torch._dynamo.aot_compile import AOTCompiledFunction, aot_compile_fullgraph
-    from torch._dynamo.eval_frame import innermost_backend
-    from torch._dynamo.guards import CheckFunctionManager
-    from torch._dynamo.hooks import Hooks
-
-    code = frame.f_code
-    backend = innermost_backend(wrapper)
-    if not isinstance(backend, torch._TorchCompileInductorWrapper):
-        return f"its backend is {type(backend).__name__}, not Inductor"
-    closure = getattr(frame, "closure", None) if code.co_freevars else None
-    if code.co_freevars and not closure:
-        return "a closure whose cells Dynamo does not give"
-    unsaved = set(CheckFunctionManager.UNSUPPORTED_SERIALIZATION_GUARD_TYPES)
-    identities: dict[str, str] = {}
-    undescribed: list[str] = []
-
-    def keep(entries: Sequence[Any]) -> list[bool]:
-        kept = []
-        for entry in entries:
-            saved = entry.guard_type not in unsaved and not unsaved & set(entry.derived_guard_types)
-            if not saved:
-                described = frame_file.describe(entry.value) if entry.has_value else None
-                if described is None:
-                    undescribed.append(f"{entry.name} ({entry.guard_type})")
-                else:
-                    identities[entry.name] = described
-            kept.append(saved)
-        return kept
-
-    fn = types.FunctionType(code, frame.f_globals, code.co_name, None, closure)
-    entries = folder.parent / "aotautograd"
-    before = set(entries.iterdir()) if entries.is_dir() else set()
-    try:
-        compiled = aot_compile_fullgraph(
-            fn, _arguments(code, frame.f_locals), hooks=Hooks(guard_filter_fn=keep), backend=backend
-        )
-    finally:  # the entry this compile wrote as well (its graph again, bundled in): not the program's own
-        for written in (set(entries.iterdir()) if entries.is_dir() else set()) - before:
-            shutil.rmtree(written, ignore_errors=True)
-    if undescribed:
-        return f"a guard on the identity of {undescribed[0]}, which another process cannot check"
-    checks = frame_file.FrameChecks(
-        module=str(frame.f_globals.get("__name__")),
-        qualname=getattr(code, "co_qualname", code.co_name),
-        code=frame_file.code_digest(code),
-        settings=_settings_digest(wrapper),
-        identities=tuple(sorted(identities.items())),
-        sources=tuple(
-            sorted(
-                (s.module, s.firstlineno, s.lastlineno, s.checksum)
-                for s in compiled.source_info().inlined_sources
-            )
-        ),
-    )
-    modules = _modules_in_cells(code, closure)
-    saved = _slimmed(AOTCompiledFunction.serialize(compiled, modules).serialized_data, modules)
-    data = frame_file.write(checks, saved)
-    place_new_file(folder / f"{hashlib.sha256(data).hexdigest()}{frame_file.SUFFIX}", data)
-    return None
-
-
-def _slimmed(saved: bytes, modules: dict[str, Any]) -> bytes:
-    """torch's saved frame without what serving does not need: the text of every module a function the
-    trace inlined is in (torch keeps it whole; the frame's checks hold each function's digest) and the
-    compiled Triton kernels its graphs do not launch (graphs.keep_launched). Read and written again as torch
-    does; as it was where anything is not as expected. Capture only: the user's own program's frame."""
-    import pickle
-
-    from torch._dynamo import aot_compile
-
-    try:
-        state = aot_compile.AOTCompileUnpickler(modules, io.BytesIO(saved)).load()
-        sources = state["source_info"]
-        sources.inlined_sources = {dataclasses.replace(s, content="") for s in sources.inlined_sources}
-        deserialize, inner = state["compiled_fn"]
-        bundled = pickle.loads(inner)  # (the AOTAutograd entry, Triton kernels, their constant arguments)
-        entry = bundled[0]
-        sides = (getattr(entry, "compiled_fw", None), getattr(entry, "compiled_bw", None))
-        if any([graphs.keep_launched(getattr(side, "result", None)) for side in sides]):
-            state["compiled_fn"] = (deserialize, pickle.dumps(bundled))
-        out = io.BytesIO()
-        pickler = aot_compile.AOTCompilePickler(modules, out)
-        pickler.dump(state)
-        return saved if getattr(pickler, "errors", None) else out.getvalue()
-    except Exception:  # another torch's layout: shipped whole
-        return saved
-
-
-def _arguments(code: types.CodeType, f_locals: Any) -> tuple[tuple[Any, ...], dict[str, Any]]:
-    """A frame's arguments as its function was called with them (before it ran, its locals are they)."""
-    import inspect
-
-    names = code.co_varnames
-    positional = names[: code.co_argcount]
-    keyword = names[code.co_argcount : code.co_argcount + code.co_kwonlyargcount]
-    extra = code.co_argcount + code.co_kwonlyargcount
-    args = tuple(f_locals[n] for n in positional)
-    kwargs = {n: f_locals[n] for n in keyword}
-    if code.co_flags & inspect.CO_VARARGS:
-        args += tuple(f_locals[names[extra]])
-        extra += 1
-    if code.co_flags & inspect.CO_VARKEYWORDS:
-        kwargs.update(f_locals[names[extra]])
-    return args, kwargs

@@ -1,0 +1,164 @@
+"""Capture's half of the saved frames (frames.py): each frame Dynamo compiled as one whole graph, compiled
+again ahead of time by torch (`aot_compile_fullgraph`: Inductor's caches hold its graph by now), with the
+checks a serving process makes (frame_file.py), into the capture's Inductor cache directory (`frames/`),
+where capture harvests it with the graphs. A frame that cannot be saved so is said once."""
+
+from __future__ import annotations
+
+import contextlib
+import dataclasses
+import hashlib
+import io
+import shutil
+import types
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+from tuned_kernels.errors import one_line, warn
+from tuned_kernels.inductor_edge import frame_file, frames, graphs
+from tuned_kernels.inductor_edge.cache_files import place_new_file
+
+RESUMED = "torch_dynamo_resume_in_"  # Dynamo's functions for what follows a graph break
+
+
+def capture(wrapper: Any, frame: Any, folder: Path) -> None:
+    """Saves the frame Dynamo just compiled, compiled again ahead of time (Inductor's caches hold its graph
+    by now); a frame that cannot be saved so is said once and served by the graph caches."""
+    code = frame.f_code
+    if code.co_name.startswith(RESUMED) or not frames.torch_can():
+        return
+    try:
+        why = _save(wrapper, frame, folder)
+    except Exception as exc:  # a graph break (not one whole graph), a backend torch cannot save
+        why = one_line(f"{type(exc).__name__}: {exc}", 160)
+    if why is not None:
+        with contextlib.suppress(Warning):
+            warn(f"Dynamo frame {frames.name_of(frame)} not saved: {why}; served by the graph caches, traced")
+
+
+def _save(wrapper: Any, frame: Any, folder: Path) -> str | None:
+    import torch
+    from torch._dynamo.aot_compile import AOTCompiledFunction, aot_compile_fullgraph
+    from torch._dynamo.eval_frame import innermost_backend
+    from torch._dynamo.guards import CheckFunctionManager
+    from torch._dynamo.hooks import Hooks
+
+    code = frame.f_code
+    backend = innermost_backend(wrapper)
+    if not isinstance(backend, torch._TorchCompileInductorWrapper):
+        return f"its backend is {type(backend).__name__}, not Inductor"
+    with torch._inductor.config.patch(getattr(backend, "config", None) or {}):
+        tuning = tuning_at_load(torch._inductor.config.save_config_portable())
+    if tuning is not None:
+        return tuning
+    closure = getattr(frame, "closure", None) if code.co_freevars else None
+    if code.co_freevars and not closure:
+        return "a closure whose cells Dynamo does not give"
+    unsaved = set(CheckFunctionManager.UNSUPPORTED_SERIALIZATION_GUARD_TYPES)
+    identities: dict[str, str] = {}
+    undescribed: list[str] = []
+
+    def keep(entries: Sequence[Any]) -> list[bool]:
+        kept = []
+        for entry in entries:
+            saved = entry.guard_type not in unsaved and not unsaved & set(entry.derived_guard_types)
+            if not saved:
+                described = frame_file.describe(entry.value) if entry.has_value else None
+                if described is None:
+                    undescribed.append(f"{entry.name} ({entry.guard_type})")
+                else:
+                    identities[entry.name] = described
+            kept.append(saved)
+        return kept
+
+    fn = types.FunctionType(code, frame.f_globals, code.co_name, None, closure)
+    entries = folder.parent / "aotautograd"
+    before = set(entries.iterdir()) if entries.is_dir() else set()
+    try:
+        compiled = aot_compile_fullgraph(
+            fn, _arguments(code, frame.f_locals), hooks=Hooks(guard_filter_fn=keep), backend=backend
+        )
+    finally:  # the entry this compile wrote as well (its graph again, bundled in): not the program's own
+        for written in (set(entries.iterdir()) if entries.is_dir() else set()) - before:
+            shutil.rmtree(written, ignore_errors=True)
+    if undescribed:
+        return f"a guard on the identity of {undescribed[0]}, which another process cannot check"
+    checks = frame_file.FrameChecks(
+        module=str(frame.f_globals.get("__name__")),
+        qualname=getattr(code, "co_qualname", code.co_name),
+        code=frame_file.code_digest(code),
+        settings=frames.settings_digest(wrapper),
+        identities=tuple(sorted(identities.items())),
+        sources=tuple(
+            sorted(
+                (s.module, s.firstlineno, s.lastlineno, s.checksum)
+                for s in compiled.source_info().inlined_sources
+            )
+        ),
+    )
+    modules = frames.modules_named(code, closure, frame.f_globals)
+    saved = _slimmed(AOTCompiledFunction.serialize(compiled, modules).serialized_data, modules)
+    data = frame_file.write(checks, saved)
+    place_new_file(folder / f"{hashlib.sha256(data).hexdigest()}{frame_file.SUFFIX}", data)
+    return None
+
+
+def _slimmed(saved: bytes, modules: dict[str, Any]) -> bytes:
+    """torch's saved frame without what serving does not need: the text of every module a function the
+    trace inlined is in (torch keeps it whole; the frame's checks hold each function's digest) and the
+    compiled Triton kernels its graphs do not launch (graphs.keep_launched). Read and written again as torch
+    does; as it was where anything is not as expected. Capture only: the user's own program's frame."""
+    import pickle
+
+    from torch._dynamo import aot_compile
+
+    try:
+        state = aot_compile.AOTCompileUnpickler(modules, io.BytesIO(saved)).load()
+        sources = state["source_info"]
+        sources.inlined_sources = {dataclasses.replace(s, content="") for s in sources.inlined_sources}
+        deserialize, inner = state["compiled_fn"]
+        bundled = pickle.loads(inner)  # (the AOTAutograd entry, Triton kernels, their constant arguments)
+        entry = bundled[0]
+        sides = (getattr(entry, "compiled_fw", None), getattr(entry, "compiled_bw", None))
+        if any([graphs.keep_launched(getattr(side, "result", None)) for side in sides]):
+            state["compiled_fn"] = (deserialize, pickle.dumps(bundled))
+        out = io.BytesIO()
+        pickler = aot_compile.AOTCompilePickler(modules, out)
+        pickler.dump(state)
+        return saved if getattr(pickler, "errors", None) else out.getvalue()
+    except Exception:  # another torch's layout: shipped whole
+        return saved
+
+
+# Inductor's settings under which a loaded frame's kernels were seen to tune again at the first call (H200,
+# torch 2.11: 4 coordinate-descent runs, 30 GPU benchmarks), where the graph caches serve them untuned
+TUNED_AT_LOAD = ("max_autotune", "max_autotune_pointwise", "coordinate_descent_tuning")
+
+
+def tuning_at_load(settings: dict[str, Any]) -> str | None:
+    """Why a frame compiled under these Inductor settings is not saved (None: it is)."""
+    on = [name for name in TUNED_AT_LOAD if settings.get(name)]
+    if on:
+        return (
+            f"{on[0]} is on: a loaded frame's kernels would be tuned again where the graph caches serve them"
+        )
+    return None
+
+
+def _arguments(code: types.CodeType, f_locals: Any) -> tuple[tuple[Any, ...], dict[str, Any]]:
+    """A frame's arguments as its function was called with them (before it ran, its locals are they)."""
+    import inspect
+
+    names = code.co_varnames
+    positional = names[: code.co_argcount]
+    keyword = names[code.co_argcount : code.co_argcount + code.co_kwonlyargcount]
+    extra = code.co_argcount + code.co_kwonlyargcount
+    args = tuple(f_locals[n] for n in positional)
+    kwargs = {n: f_locals[n] for n in keyword}
+    if code.co_flags & inspect.CO_VARARGS:
+        args += tuple(f_locals[names[extra]])
+        extra += 1
+    if code.co_flags & inspect.CO_VARKEYWORDS:
+        kwargs.update(f_locals[names[extra]])
+    return args, kwargs
