@@ -99,7 +99,8 @@ def graphs_line(graphs: dict[str, Any]) -> str:
             else ""
         )
         + (
-            f"; Dynamo frames offered and traced instead: {graphs['frames_traced']}"
+            f"; Dynamo frames offered and traced instead: {graphs['frames_traced']} (the first: "
+            f"{graphs.get('frames_traced_first_why', '?')})"
             if graphs.get("frames_traced")
             else ""
         )

@@ -67,9 +67,7 @@ def _place_graphs() -> None:
     """The bundles' compiled graphs into Inductor's cache directory, by the registry installed then."""
     from tuned_kernels.registry.graph_files import frames_offered
 
-    from tuned_kernels.inductor_edge import frames
     from tuned_kernels.inductor_edge.autotune_cache import inductor_cache_dir
-    from tuned_kernels.post_import import when_imported
 
     registry = installed_registry()
     if registry is not None:
@@ -77,9 +75,8 @@ def _place_graphs() -> None:
         if registry.stats.graph_files_placed + registry.stats.graph_files_present:
             compile_pool.hold()  # started if a graph is compiled after all (_say_graph_compiled)
         loaded = registry.load()
-        offered = frames_offered(loaded.graphs) if registry.settings.frames else []
-        if offered:
-            when_imported("torch._dynamo.convert_frame", lambda _: frames.serve(offered))
+        if registry.settings.frames:
+            frames.serve_when_imported(frames_offered(loaded.graphs))
         if loaded.torch_keys:
             from tuned_kernels.registry.graph_files import cpp_objects
 

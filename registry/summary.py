@@ -101,6 +101,7 @@ def graph_summary(stats: Stats) -> dict[str, Any]:
         "reductions_as_captured": reduction_choices.run_as_chosen(),
         "frames_served": frames.served(),
         "frames_traced": sum(frames.traced().values()),
+        "frames_traced_first_why": next(iter(frames.traced()), ""),
     }
 
 

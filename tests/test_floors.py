@@ -130,11 +130,12 @@ TORCH_INTERNALS = re.compile(r"\btorch\._(C|dynamo)\b|^\s*from torch import .*\b
 IMPORT_STATE = re.compile(r"\b_initializing\b")  # importlib's private mark of a module being imported
 TRITON_EDGE = ROOT / "tuned_kernels" / "triton_edge"
 INDUCTOR_EDGE = ROOT / "tuned_kernels" / "inductor_edge"
+POST_IMPORT = ROOT / "tuned_kernels" / "post_import.py"  # the one reader of importlib's private state
 EDGES = {
     "Triton's": (TRITON_INTERNALS, (TRITON_EDGE,)),
     "Inductor's": (INDUCTOR_INTERNALS, (INDUCTOR_EDGE,)),
     "torch's": (TORCH_INTERNALS, (TRITON_EDGE, INDUCTOR_EDGE)),
-    "importlib's": (IMPORT_STATE, (TRITON_EDGE,)),
+    "importlib's": (IMPORT_STATE, (POST_IMPORT,)),
 }
 AUTOLOAD = ROOT / "tuned_kernels" / "_autoload.py"  # names the modules it waits for, importing none
 

@@ -401,10 +401,12 @@ def cells(change: Change, report: dict[str, Any]) -> dict[str, tuple[bool, str]]
         )
     if "graph" in must:
         graphs, compiled = report["graphs"], stats["graphs"]["objects_compiled"]
-        served = graphs["fxgraph_hits"] == 1 and graphs["fxgraph_misses"] == 0 and not compiled
+        loaded = stats["graphs"].get("frames_served", 0)  # its Dynamo frame loaded: no graph looked up
+        found = graphs["fxgraph_hits"] == 1 or loaded == 1
+        served = found and graphs["fxgraph_misses"] == 0 and not compiled
         out["graph"] = (
             served,
-            "found in Inductor's cache, 0 compiled"
+            ("its Dynamo frame loaded" if loaded else "found in Inductor's cache") + ", 0 compiled"
             if served
             else f"{graphs['fxgraph_misses']} compiled here",
         )

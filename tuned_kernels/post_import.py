@@ -16,13 +16,9 @@ from typing import Any
 
 
 def when_imported(name: str, then: Callable[[ModuleType], None]) -> None:
-    """Calls `then(module)` once `name` is imported: now if it is already, else right after its import. A
-    module asked for from inside its own import (a module it imports is being imported) has not run to its
-    end yet: `then` waits until it has."""
+    """Calls `then(module)` once `name` is imported: now if it is already (even while its own import is still
+    running it: `being_imported`), else right after its import."""
     module = sys.modules.get(name)
-    if module is not None and _initializing(module):
-        sys.meta_path.insert(0, _UntilDone(module, then))
-        return
     if module is not None:
         then(module)
         return
@@ -67,7 +63,20 @@ def _run(callbacks: list[Callable[[ModuleType], None]], module: ModuleType) -> N
             print(f"tuned-kernels: not enabled: {type(exc).__name__}: {exc}", file=sys.stderr)
 
 
-def _initializing(module: ModuleType) -> bool:
+def when_import_done(name: str, then: Callable[[ModuleType], None]) -> None:
+    """As `when_imported`, but a module still being imported (asked for from inside its own import: a
+    module it imports is being imported) is handed over only once it has run to its end, at the next
+    module imported after that."""
+    module = sys.modules.get(name)
+    if module is not None and being_imported(module):
+        sys.meta_path.insert(0, _UntilDone(module, then))
+    else:
+        when_imported(name, then)
+
+
+def being_imported(module: ModuleType) -> bool:
+    """Whether `module`'s own import is still running (importlib's private mark: a module being imported is
+    in `sys.modules` before its code has run; read only here)."""
     return bool(getattr(getattr(module, "__spec__", None), "_initializing", False))
 
 
@@ -93,7 +102,7 @@ class _UntilDone(importlib.abc.MetaPathFinder):
         return spec
 
     def ask(self) -> None:
-        if self in sys.meta_path and not _initializing(self.module):
+        if self in sys.meta_path and not being_imported(self.module):
             sys.meta_path.remove(self)
             _run([self.then], self.module)
 

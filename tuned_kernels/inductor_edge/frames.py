@@ -28,9 +28,13 @@ from typing import Any
 
 from tuned_kernels.errors import one_line, warn
 from tuned_kernels.inductor_edge import frame_file
+from tuned_kernels.post_import import when_import_done
 
 GUARDS = "its guards do not hold"  # why not, for this call's arguments (another call's may fit)
 CHANGING = (GUARDS, "G[", "L[")  # ... or for what a global or an argument holds now
+# a bundle's fault, said in one line; any other reason is the program's own (it differs from the capture's),
+# counted in the summary (`first_reason`), where the graph caches then serve or Inductor's own line says why
+FAULTS = ("its bytes are missing", "damaged", "torch could not load it")
 # differ per process, not in what a frame computes (the choices hook: tuned-kernels' own, see hooks.py)
 LEFT_OUT = frozenset({"inductor_choices_class", "debug_dir_root"})
 
@@ -48,6 +52,7 @@ class Offered:
 @dataclass
 class _State:
     capture_folder: Path | None = None
+    capture: Capture | None = None
     offered: dict[str, list[Offered]] = field(default_factory=dict)
     served: int = 0
     traced: dict[str, int] = field(default_factory=dict)  # why a frame offered was not served, counted
@@ -59,10 +64,23 @@ class _State:
 _state = _State()
 
 
-def capture_into(folder: Path) -> None:
-    """From now on each frame Dynamo compiles whole is also saved into `folder`."""
-    _state.capture_folder = folder
-    _patch()
+Capture = Callable[[Any, Any, Path], None]  # (Dynamo's callback, a frame it compiled, the folder): saves it
+
+
+def capture_when_imported(folder: Path, capture: Capture) -> None:
+    """Once Dynamo is imported, each frame it compiles whole is also saved into `folder` (frame_capture.py)."""
+
+    def start(_: Any) -> None:
+        _state.capture_folder, _state.capture = folder, capture
+        _patch()
+
+    when_import_done("torch._dynamo.convert_frame", start)
+
+
+def serve_when_imported(offered: Sequence[Offered]) -> None:
+    """Once Dynamo is imported, a function's first call looks for its frame among `offered` first."""
+    if offered:
+        when_import_done("torch._dynamo.convert_frame", lambda _: serve(offered))
 
 
 def serve(offered: Sequence[Offered]) -> None:
@@ -78,7 +96,7 @@ def served() -> int:
 
 
 def traced() -> dict[str, int]:
-    """Why frames the bundles offered were traced instead, and how many times."""
+    """Why frames the bundles offered were traced instead, and how many times (in the order first met)."""
     return dict(_state.traced)
 
 
@@ -108,10 +126,9 @@ def _patch() -> None:
             if found is not None:
                 return found
         result = original(self, frame, cache_entry, frame_state)
-        if _state.capture_folder is not None and getattr(result, "guarded_code", None) is not None:
-            from tuned_kernels.inductor_edge.frame_capture import capture
-
-            capture(self, frame, _state.capture_folder)
+        saving = _state.capture_folder is not None and _state.capture is not None
+        if saving and getattr(result, "guarded_code", None) is not None:
+            _state.capture(self, frame, _state.capture_folder)  # type: ignore[misc, arg-type]
         return result
 
     convert_frame.CatchErrorsWrapper.__call__ = frame_callback  # type: ignore[method-assign]
@@ -135,7 +152,7 @@ def name_of(frame: Any) -> str:
 
 def _serve(wrapper: Any, frame: Any) -> Any:
     """Dynamo's result for this call from the first offered frame that fits it (None: none fits, and Dynamo
-    traces; said once per function and reason, unless only guards on this call's arguments failed)."""
+    traces; a damaged frame said once per function and reason)."""
     candidates = _state.offered.get(name_of(frame))
     if not candidates or not torch_can():
         return None
@@ -153,9 +170,9 @@ def _serve(wrapper: Any, frame: Any) -> Any:
             candidates.remove(offered)
     for _, why in missed:
         _state.traced[why] = _state.traced.get(why, 0) + 1
-    offered, why = next(((o, w) for o, w in missed if not w.startswith(GUARDS)), missed[0])
+    offered, why = next(((o, w) for o, w in missed if w.startswith(FAULTS)), missed[0])
     said = f"Dynamo frame {offered.name} from {offered.source} not served: {why}; Dynamo traces it"
-    if not why.startswith(GUARDS) and said not in _state.said:
+    if why.startswith(FAULTS) and said not in _state.said:
         _state.said.add(said)
         with contextlib.suppress(Warning):
             warn(said)

@@ -76,12 +76,11 @@ def install(stored: Stored = lambda _: (), place_graphs: PlaceGraphs = lambda: N
     place_graphs()
     _mend_autotune_cache_reads()
     if os.environ.get("TUNED_KERNELS_CAPTURE"):
-        from tuned_kernels.inductor_edge import frames, source_key
+        from tuned_kernels.inductor_edge import frame_capture, frames, source_key
         from tuned_kernels.inductor_edge.autotune_cache import inductor_cache_dir
 
         atexit.register(source_key.record_for_capture)
-        folder = inductor_cache_dir() / "frames"
-        when_imported("torch._dynamo.convert_frame", lambda _: frames.capture_into(folder))
+        frames.capture_when_imported(inductor_cache_dir() / "frames", frame_capture.capture)
 
 
 def _keys_without_the_choices_hook(codecache: Any) -> None:

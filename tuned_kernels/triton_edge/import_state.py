@@ -1,10 +1,11 @@
-"""Whether the program's own `import triton` has finished: read from importlib's private state (a module
-being imported is in `sys.modules` before its code has run), so only here."""
+"""Whether the program's own `import triton` has finished (post_import.being_imported)."""
 
 from __future__ import annotations
 
 import sys
 import time
+
+from tuned_kernels.post_import import being_imported
 
 
 def triton_imported(timeout_s: float = 120.0) -> bool:
@@ -14,7 +15,7 @@ def triton_imported(timeout_s: float = 120.0) -> bool:
     deadline = time.monotonic() + timeout_s
     while True:
         module = sys.modules.get("triton")
-        if module is not None and not getattr(getattr(module, "__spec__", None), "_initializing", False):
+        if module is not None and not being_imported(module):
             return True
         if time.monotonic() >= deadline:
             return False
