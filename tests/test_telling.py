@@ -133,6 +133,12 @@ def test_capture_onto_a_bundle_says_it_replaced_it_and_merges_when_asked(
     assert sorted(e.key[0] for e in read_results(out).entries) == [100, 500]
 
 
+def _as_a_terminal_starts_it() -> None:
+    """Ctrl-C's default action, as a shell gives a program it starts: a process ignoring SIGINT (a library
+    in this test process may have set that) would hand its children the ignoring on, and they run on."""
+    signal.signal(signal.SIGINT, signal.SIG_DFL)
+
+
 def test_capture_stopped_with_ctrl_c_keeps_what_was_tuned_before(tmp_path: Path) -> None:
     (tmp_path / "app.py").write_text(SLOW)
     sizes = [str(n) for n in range(100, 3100, 100)]  # 30 keys, a tenth of a second apart at least
@@ -141,7 +147,7 @@ def test_capture_stopped_with_ctrl_c_keeps_what_was_tuned_before(tmp_path: Path)
     # a terminal's Ctrl-C: SIGINT to the foreground process group, capture and the program alike
     proc = subprocess.Popen(
         [*argv, *sizes], cwd=tmp_path, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
-        start_new_session=True,
+        start_new_session=True, preexec_fn=_as_a_terminal_starts_it,
     )  # fmt: skip
     deadline = time.monotonic() + 120
     work = list(tmp_path.glob(".capturing-*app.pb"))
