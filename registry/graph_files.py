@@ -7,7 +7,6 @@ from __future__ import annotations
 
 import contextlib
 import functools
-import hashlib
 import os
 import time
 from collections.abc import Callable, Collection, Sequence
@@ -105,25 +104,14 @@ def _kind(offered: GraphFile) -> object:
 
 def frames_offered(offered: Sequence[GraphFile]) -> list[frames.Offered]:
     """The Dynamo frames among `offered`, each read from its bundle when its function is first called and
-    checked against its sha256 then."""
+    checked then as a graph file is (graphs.checked_file)."""
     found = []
     for f in offered:
         function = dict(f.entry.best.kwargs).get(graphs.FUNCTION)
-        if _kind(f) != graphs.FRAME or not isinstance(function, str) or len(f.entry.artifacts) != 1:
-            continue
-        files = f.entry.artifacts[0].files
-        if len(files) == 1:
-            found.append(
-                frames.Offered(function, functools.partial(_checked, f.blob, files[0].sha256), f.source)
-            )
+        if _kind(f) == graphs.FRAME and isinstance(function, str):
+            read = functools.partial(graphs.checked_file, f.entry, f.blob)
+            found.append(frames.Offered(function, read, f.source))
     return found
-
-
-def _checked(blob: graphs.BlobLookup, sha256: str) -> bytes | None:
-    data = blob(sha256)
-    if data is None or len(data) > graphs.MAX_FILE_BYTES or hashlib.sha256(data).hexdigest() != sha256:
-        return None
-    return data
 
 
 def place_graphs(

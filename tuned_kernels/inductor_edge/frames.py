@@ -34,17 +34,17 @@ GUARDS = "its guards do not hold"  # why not, for this call's arguments (another
 CHANGING = (GUARDS, "G[", "L[")  # ... or for what a global or an argument holds now
 # a bundle's fault, said in one line; any other reason is the program's own (it differs from the capture's),
 # counted in the summary (`first_reason`), where the graph caches then serve or Inductor's own line says why
-FAULTS = ("its bytes are missing", "damaged", "torch could not load it")
+FAULTS = ("damaged", "torch could not load it")
 # differ per process, not in what a frame computes (the choices hook: tuned-kernels' own, see hooks.py)
 LEFT_OUT = frozenset({"inductor_choices_class", "debug_dir_root"})
 
 
 @dataclass
 class Offered:
-    """A bundle's frame: its function's name and a reader of its file (None: its bytes failed their check)."""
+    """A bundle's frame: its function's name and a reader of its file (its bytes, or None and why not)."""
 
     name: str  # module.qualname of the traced function
-    read: Callable[[], bytes | None]
+    read: Callable[[], tuple[bytes | None, str | None]]
     source: str  # the bundle's name
     loaded: Any = None  # (checks, torch's artifacts) once read and loaded
 
@@ -182,9 +182,9 @@ def _serve(wrapper: Any, frame: Any) -> Any:
 def _load(offered: Offered, wrapper: Any, frame: Any) -> tuple[Any, str]:
     """Dynamo's result for this frame from `offered` (None and why not)."""
     if offered.loaded is None:
-        data = offered.read()
+        data, unread = offered.read()
         if data is None:
-            return None, "its bytes are missing or corrupt (sha256 differs)"
+            return None, f"damaged ({unread})"
         try:
             checks, compiled = frame_file.read(data)
         except ValueError as exc:
@@ -246,7 +246,7 @@ def _differs(checks: frame_file.FrameChecks, wrapper: Any, frame: Any) -> str | 
 
 def _identities_differ(checks: frame_file.FrameChecks, f_locals: Any, f_globals: Any) -> str | None:
     for source, expected in checks.identities:
-        if frame_file.describe(_value_of(source, f_locals, f_globals)) != expected:
+        if frame_file.describe(_reader(source)(f_locals, f_globals)) != expected:
             return f"{source} is not {expected}"
     return None
 
@@ -254,15 +254,24 @@ def _identities_differ(checks: frame_file.FrameChecks, f_locals: Any, f_globals:
 _MISSING = object()
 
 
-def _value_of(source: str, f_locals: Any, f_globals: Any) -> Any:
-    """What Dynamo's name for a guarded source (`G['ACT']`, `L['self'].act`) finds in this frame."""
+def _reader(source: str) -> Callable[[Any, Any], Any]:
+    """What Dynamo's name for a guarded source (`G['ACT']`, `L['self'].act`) finds in a frame, given its
+    locals and globals; compiled once (a guard reads it at every call)."""
     from torch._dynamo import guards
 
     closure = getattr(guards, "_get_closure_vars", lambda: getattr(guards, "CLOSURE_VARS", {}))()
     try:
-        return eval(source, {"L": f_locals, "G": f_globals, "__builtins__": builtins.__dict__}, closure)
-    except Exception:
-        return _MISSING
+        code = compile(source, "<guarded source>", "eval")
+    except SyntaxError:
+        return lambda f_locals, f_globals: _MISSING
+
+    def read(f_locals: Any, f_globals: Any) -> Any:
+        try:
+            return eval(code, {"L": f_locals, "G": f_globals, "__builtins__": builtins.__dict__}, closure)
+        except Exception:
+            return _MISSING
+
+    return read
 
 
 def _guard_manager(artifacts: Any, guards: Any, checks: frame_file.FrameChecks, frame: Any) -> Any:
@@ -299,9 +308,10 @@ def _install_globals(artifacts: Any, guards: Any, scope: Any) -> None:
 
 def _identity_guard(source: str, expected: str, f_globals: Any) -> Callable[[Any], bool]:
     known: dict[int, tuple[Any, bool]] = {}  # by id, holding the object: an id is not reused meanwhile
+    read = _reader(source)
 
     def holds(f_locals: Any) -> bool:
-        value = _value_of(source, f_locals, f_globals)
+        value = read(f_locals, f_globals)
         seen = known.get(id(value))
         if seen is None or seen[0] is not value:
             if len(known) > 64:

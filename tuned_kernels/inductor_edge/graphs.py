@@ -171,26 +171,36 @@ class Placed:
 
 def why_not_placed(entry: model.Entry, blob: BlobLookup) -> str | None:
     """Why a stored entry's file must not reach Inductor's cache directory, or None."""
+    return checked_file(entry, blob)[1]
+
+
+def checked_file(entry: model.Entry, blob: BlobLookup) -> tuple[bytes | None, str | None]:
+    """A stored entry's file, read once and checked (its key a path of a kind this knows, its config naming
+    that kind, one file of that name, within the size bound, its sha256, its own key where the file holds
+    one), or None and why not."""
     relative = entry.key[0] if len(entry.key) == 1 else None
     if not isinstance(relative, str) or kind_of(relative) is None:
-        return f"key {str(entry.key)[:80]} is not a path Inductor's caches use"
+        return None, f"key {str(entry.key)[:80]} is not a path Inductor's caches use"
     if dict(entry.best.kwargs).get(KIND) != kind_of(relative) or len(entry.artifacts) != 1:
-        return f"{relative}: its config does not name its kind"
+        return None, f"{relative}: its config does not name its kind"
     (artifact,) = entry.artifacts
     if len(artifact.files) != 1 or artifact.files[0].name != relative.rsplit("/", 1)[-1]:
-        return f"{relative}: not one file of that name"
+        return None, f"{relative}: not one file of that name"
     (stored,) = artifact.files
     data = blob(stored.sha256)
     if data is None:
-        return f"{relative}: its bytes are missing"
+        return None, f"{relative}: its bytes are missing"
     if len(data) > MAX_FILE_BYTES:
-        return f"{relative}: {len(data)} bytes, over the {MAX_FILE_BYTES >> 20} MiB a graph file may hold"
+        return (
+            None,
+            f"{relative}: {len(data)} bytes, over the {MAX_FILE_BYTES >> 20} MiB a graph file may hold",
+        )
     if hashlib.sha256(data).hexdigest() != stored.sha256:
-        return f"{relative}: corrupt (sha256 differs)"
+        return None, f"{relative}: corrupt (sha256 differs)"
     own = own_name(relative)
     if own is not None and own.encode() not in data:
-        return f"{relative}: its contents are another key's"
-    return None
+        return None, f"{relative}: its contents are another key's"
+    return data, None
 
 
 def whole_pickle(data: bytes) -> bool:
@@ -245,8 +255,7 @@ def install(stored: Iterable[tuple[model.Entry, BlobLookup]], cache_dir: Path) -
     directory that cannot be written."""
     placed = Placed()
     for entry, blob in stored:
-        why = why_not_placed(entry, blob)
-        data = blob(entry.artifacts[0].files[0].sha256) if why is None else None
+        data, why = checked_file(entry, blob)
         target = cache_dir / str(entry.key[0])
         if data is not None and not target.exists() and kind_of(str(entry.key[0])) in PICKLED:
             why = None if whole_pickle(data) else f"{entry.key[0]}: damaged (not a whole pickle)"
