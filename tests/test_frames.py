@@ -61,10 +61,14 @@ def run_app(folder: Path, *, bundle: Path | None = None, capture: Path | None = 
 
 
 @pytest.fixture(scope="module")
-def captured(tmp_path_factory: pytest.TempPathFactory) -> Path:
+def capture_run(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Run]:
     bundle = tmp_path_factory.mktemp("capture") / "block.pb.zst"
-    run_app(bundle.parent / "program", capture=bundle)
-    return bundle
+    return bundle, run_app(bundle.parent / "program", capture=bundle)
+
+
+@pytest.fixture(scope="module")
+def captured(capture_run: tuple[Path, Run]) -> Path:
+    return capture_run[0]
 
 
 def _frames(results: model.Results) -> list[model.Entry]:
@@ -79,6 +83,18 @@ def test_capture_saves_each_frame_dynamo_compiled_whole(captured: Path) -> None:
         *["__main__.Block.forward"] * 2,
         "torch._dynamo.external_utils.wrap_inline.<locals>.inner",
     ]
+
+
+def test_each_frame_is_compiled_from_the_graph_the_programs_own_compile_put_in_inductors_cache(
+    capture_run: tuple[Path, Run],
+) -> None:
+    """Not compiled afresh: the kernels a frame launches are those the program's run tuned (and the bundle
+    ships tuned). Two frames are saved before the program reads its counters: each found its forward graph
+    in the cache; the program's own two look-ups missed, as a first compile does, and so did each frame's
+    backward (never run here: compiled and written where the program's own compile of it would look)."""
+    _, run = capture_run
+    assert run.frames == {"traced": 2, "fxgraph_hits": 2, "fxgraph_misses": 4}
+    assert not [w for w in run.warnings if "not saved" in w]
 
 
 def test_a_served_first_call_runs_no_dynamo_trace_and_answers_as_eager(
@@ -245,20 +261,22 @@ def test_a_frame_file_reads_back_as_written() -> None:
 
 
 @pytest.mark.parametrize(
-    ("settings", "saved"),
+    ("forward", "backward", "saved"),
     [
-        ({}, True),
-        ({"max_autotune": False, "coordinate_descent_tuning": False}, True),
-        ({"max_autotune": True}, False),
-        ({"max_autotune_pointwise": True}, False),
-        ({"coordinate_descent_tuning": True}, False),
+        ([True], [], True),
+        ([True], [False], True),  # a backward the program has not run yet: written for its own compile
+        ([True, True], [True, False], True),
+        ([False], [], False),  # compiled afresh: its kernels would be tuned again where it is served
+        ([True, False], [True], False),
+        ([], [], False),
     ],
 )
-def test_frames_compiled_where_a_loaded_frames_kernels_would_tune_again_are_not_saved(
-    settings: dict[str, bool], saved: bool
+def test_a_frame_is_saved_only_where_each_forward_graph_is_the_one_the_program_compiled(
+    forward: list[bool], backward: list[bool], saved: bool
 ) -> None:
-    """Under max-autotune, a loaded frame's kernels ran coordinate descent again at the first call (H200,
-    torch 2.11), where the graph caches serve them untuned: such a frame is left to the graph caches."""
-    from tuned_kernels.inductor_edge.frame_capture import tuning_at_load
+    """A fresh compile names its kernels otherwise than the program's compile did, so the configs the
+    program's run tuned would fit none of them (on an H200 under max-autotune a frame compiled so ran
+    coordinate descent on 4 kernels again at its first call)."""
+    from tuned_kernels.inductor_edge.frame_compile import Lookups
 
-    assert (tuning_at_load(settings) is None) == saved
+    assert (Lookups(forward, backward).why_not_saved() is None) == saved

@@ -618,18 +618,21 @@ def test_kernels_coordinate_descent_tuned_at_capture_run_their_configs_untuned_w
     empty caches, each finds the config its capture chose (the bundled `.best_config`, looked up under the
     capturing machine's cache path, and on torch up to 2.11 marked as found by coordinate descent:
     `autotune_cache.mend_read_best`) and runs it: no GPU benchmark, no generated kernel's autotuning, no
-    coordinate descent at the first call, counted by the program itself."""
+    coordinate descent at the first call, counted by the program itself. So with its saved frame loaded
+    (no Dynamo trace: the frame's graph is the program's own, frame_compile.py) as with the graph caches
+    alone, and the outputs of both are the capture's."""
     model = ModelRuns(tmp_path, "llama-small", "max-autotune-no-cudagraphs")
     bundle = tmp_path / "model.pb.zst"
     captured = model.run("capture", sys.executable, "-m", "tuned_kernels", "capture", "-o", str(bundle), "--")
     assert captured["first_call_work"]["coordinate_descent"] > 0  # there was something to serve
-    served = model.run("served", TUNED_KERNELS="1", TUNED_KERNELS_PATH=str(bundle))
-    assert served["fxgraph_misses"] == 0
-    assert served["first_call_work"] == {
-        "gpu_benchmarks": 0,
-        "generated_kernel_autotunes": 0,
-        "coordinate_descent": 0,
-    }, (served["first_call_tuned"], captured["first_call_tuned"])  # which kernels, what their caches said
+    untuned = {"gpu_benchmarks": 0, "generated_kernel_autotunes": 0, "coordinate_descent": 0}
+    loaded = model.run("frames", TUNED_KERNELS="1", TUNED_KERNELS_PATH=str(bundle))
+    assert (loaded["frames_traced"], loaded["fxgraph_misses"]) == (0, 0)
+    assert loaded["first_call_work"] == untuned, (loaded["first_call_tuned"], captured["first_call_tuned"])
+    served = model.run("served", TUNED_KERNELS="1", TUNED_KERNELS_PATH=str(bundle), TUNED_KERNELS_FRAMES="0")
+    assert (served["frames_traced"], served["fxgraph_misses"]) == (1, 0)
+    assert served["first_call_work"] == untuned, (served["first_call_tuned"], captured["first_call_tuned"])
+    assert loaded["output_digest"] == served["output_digest"] == captured["output_digest"]
 
 
 def test_a_graph_compiled_before_tuned_kernels_was_turned_on_is_found_once_it_is(tmp_path: Path) -> None:

@@ -1,7 +1,8 @@
 """Capture's half of the saved frames (frames.py): each frame Dynamo compiled as one whole graph, compiled
-again ahead of time by torch (`aot_compile_fullgraph`: Inductor's caches hold its graph by now), with the
-checks a serving process makes (frame_file.py), into the capture's Inductor cache directory (`frames/`),
-where capture harvests it with the graphs. A frame that cannot be saved so is said once."""
+again ahead of time by torch (`aot_compile_fullgraph`) from the graphs the program's own compile put in
+Inductor's cache (frame_compile.py), with the checks a serving process makes (frame_file.py), into the
+capture's Inductor cache directory (`frames/`), where capture harvests it with the graphs. A frame that
+cannot be saved so is said once."""
 
 from __future__ import annotations
 
@@ -16,15 +17,15 @@ from pathlib import Path
 from typing import Any
 
 from tuned_kernels.errors import one_line, warn
-from tuned_kernels.inductor_edge import frame_file, frames, graphs
+from tuned_kernels.inductor_edge import frame_compile, frame_file, frames, graphs
 from tuned_kernels.inductor_edge.cache_files import place_new_file
 
 RESUMED = "torch_dynamo_resume_in_"  # Dynamo's functions for what follows a graph break
 
 
 def capture(wrapper: Any, frame: Any, folder: Path) -> None:
-    """Saves the frame Dynamo just compiled, compiled again ahead of time (Inductor's caches hold its graph
-    by now); a frame that cannot be saved so is said once and served by the graph caches."""
+    """Saves the frame Dynamo just compiled, compiled again ahead of time from the graph Inductor's cache
+    holds by now; a frame that cannot be saved so is said once and served by the graph caches."""
     code = frame.f_code
     if code.co_name.startswith(RESUMED) or not frames.torch_can():
         return
@@ -48,10 +49,6 @@ def _save(wrapper: Any, frame: Any, folder: Path) -> str | None:
     backend = innermost_backend(wrapper)
     if not isinstance(backend, torch._TorchCompileInductorWrapper):
         return f"its backend is {type(backend).__name__}, not Inductor"
-    with torch._inductor.config.patch(getattr(backend, "config", None) or {}):
-        tuning = tuning_at_load(torch._inductor.config.save_config_portable())
-    if tuning is not None:
-        return tuning
     closure = getattr(frame, "closure", None) if code.co_freevars else None
     if code.co_freevars and not closure:
         return "a closure whose cells Dynamo does not give"
@@ -76,12 +73,17 @@ def _save(wrapper: Any, frame: Any, folder: Path) -> str | None:
     entries = folder.parent / "aotautograd"
     before = set(entries.iterdir()) if entries.is_dir() else set()
     try:
-        compiled = aot_compile_fullgraph(
-            fn, _arguments(code, frame.f_locals), hooks=Hooks(guard_filter_fn=keep), backend=backend
-        )
+        with frame_compile.through_graph_cache() as lookups:
+            if lookups is None:
+                return "this torch's compile of it cannot be read through Inductor's cache"
+            compiled = aot_compile_fullgraph(
+                fn, _arguments(code, frame.f_locals), hooks=Hooks(guard_filter_fn=keep), backend=backend
+            )
     finally:  # the entry this compile wrote as well (its graph again, bundled in): not the program's own
         for written in (set(entries.iterdir()) if entries.is_dir() else set()) - before:
             shutil.rmtree(written, ignore_errors=True)
+    if lookups.why_not_saved() is not None:
+        return lookups.why_not_saved()
     if undescribed:
         return f"a guard on the identity of {undescribed[0]}, which another process cannot check"
     checks = frame_file.FrameChecks(
@@ -129,21 +131,6 @@ def _slimmed(saved: bytes, modules: dict[str, Any]) -> bytes:
         return saved if getattr(pickler, "errors", None) else out.getvalue()
     except Exception:  # another torch's layout: shipped whole
         return saved
-
-
-# Inductor's settings under which a loaded frame's kernels were seen to tune again at the first call (H200,
-# torch 2.11: 4 coordinate-descent runs, 30 GPU benchmarks), where the graph caches serve them untuned
-TUNED_AT_LOAD = ("max_autotune", "max_autotune_pointwise", "coordinate_descent_tuning")
-
-
-def tuning_at_load(settings: dict[str, Any]) -> str | None:
-    """Why a frame compiled under these Inductor settings is not saved (None: it is)."""
-    on = [name for name in TUNED_AT_LOAD if settings.get(name)]
-    if on:
-        return (
-            f"{on[0]} is on: a loaded frame's kernels would be tuned again where the graph caches serve them"
-        )
-    return None
 
 
 def _arguments(code: types.CodeType, f_locals: Any) -> tuple[tuple[Any, ...], dict[str, Any]]:

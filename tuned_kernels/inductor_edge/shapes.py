@@ -93,6 +93,19 @@ DYNAMO_FRAMES = (
           "Dynamo traces each torch.compile'd function at its first call; the graph caches serve its graphs"),
 )  # fmt: skip
 
+FRAME_COMPILE = (
+    Shape("torch._inductor", "compile_fx", ("_compile_fx_inner", "fx_codegen_and_compile"),
+          "no Dynamo frame is saved: torch's compile of it cannot be read through Inductor's cache",
+          calls=("_compile_fx_inner", "fx_codegen_and_compile")),
+    Shape("torch._inductor.codecache", "FxGraphCache",
+          ("prepare_key", "load_with_key", "_save_graph", "cache_hit_post_compile"),
+          "no Dynamo frame is saved: torch's compile of it cannot be read through Inductor's cache"),
+    Shape("torch._inductor.triton_bundler", "TritonBundler", ("collect",),
+          "no Dynamo frame is saved: torch's compile of it cannot be read through Inductor's cache"),
+    Shape("torch._inductor.output_code", "CompiledFxGraph", ("set_triton_bundle",),
+          "no Dynamo frame is saved: torch's compile of it cannot be read through Inductor's cache"),
+)  # fmt: skip
+
 SHAPES = (
     INDUCTOR_GRAPH_LOAD,
     *INDUCTOR_CHOICES,
@@ -108,4 +121,5 @@ SHAPES = (
     INDUCTOR_DEVICE_KEYS,
     INDUCTOR_DEVICE_LOADS,
     *DYNAMO_FRAMES,
+    *FRAME_COMPILE,
 )

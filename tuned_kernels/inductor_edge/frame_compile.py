@@ -1,0 +1,104 @@
+"""A saved frame's ahead-of-time compile (frame_capture.py) through Inductor's FX-graph cache, as the
+program's own compile goes. torch compiles a frame it saves afresh, reading no cache, and a fresh compile
+names its kernels otherwise than the program's compile did (max-autotune times its GEMM choices again, and
+the kernels it generates while doing so take suffixes: `..._view_2` for the program's `..._view_3`). A
+loaded frame's kernels then find none of the configs the program's run tuned, and Inductor tunes them again
+at the first call (H200, torch 2.11, a decoder under max-autotune: 4 coordinate-descent runs and 29 GPU
+benchmarks). Here each of the frame's graphs is looked up under the key the program's own compile used:
+found, the frame carries the program's own compiled graph, whose kernels the run tuned and the bundle
+ships tuned; not found (a backward the program has not run yet), it is compiled and written to the cache
+under that key, where the program's own compile of it finds it."""
+
+from __future__ import annotations
+
+import contextlib
+import copy
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from typing import Any
+
+
+@dataclass
+class Lookups:
+    """What the frame's compile found in Inductor's cache: one mark per graph, forward or backward."""
+
+    forward: list[bool] = field(default_factory=list)
+    backward: list[bool] = field(default_factory=list)
+
+    def why_not_saved(self) -> str | None:
+        """Why the frame must not be saved: a forward graph not the program's own (its kernels, compiled
+        afresh, would be tuned again at a served first call); None where each forward is."""
+        if not self.forward:
+            return "its compile made no graph Inductor's cache could hold"
+        if not all(self.forward):
+            return "its graph is not the one the program compiled (Inductor's cache did not hold it)"
+        return None
+
+
+@contextlib.contextmanager
+def through_graph_cache() -> Iterator[Lookups | None]:
+    """Within: a bundled compile (torch's ahead-of-time compile of a frame) finds each graph in Inductor's
+    FX-graph cache under the program's key, or writes it there. None where this torch's compile is not laid
+    out so (shapes.FRAME_COMPILE)."""
+    from tuned_kernels.inductor_edge.shapes import FRAME_COMPILE
+    from tuned_kernels.internals import holds
+
+    if not all(holds(shape) for shape in FRAME_COMPILE):
+        yield None
+        return
+    import torch
+    from torch._inductor import codecache, output_code, triton_bundler
+    from torch._inductor import compile_fx as compile_module
+
+    compile_fx: Any = compile_module  # the module whose compile function is swapped for the while
+    cache: Any = codecache.FxGraphCache
+    bundler: Any = triton_bundler.TritonBundler
+    graph_kind, constants_of = output_code.CompiledFxGraph, output_code.CompiledFxGraphConstantsWithGm
+
+    fresh, collect, post = compile_fx.fx_codegen_and_compile, bundler.collect, cache.cache_hit_post_compile
+    descriptors = vars(bundler)["collect"], vars(cache)["cache_hit_post_compile"]  # put back as they were
+    lookups = Lookups()
+    bundles: list[Any] = []  # a graph's Triton kernels, for the compile's own collect to give back
+    as_stored: list[Any] = []  # a found graph's Triton kernels before loading readied them to launch
+
+    def posted(graph: Any, *args: Any, **kwargs: Any) -> Any:
+        as_stored.append(copy.deepcopy(getattr(graph, "_triton_bundle", None)))  # a readied one won't pickle
+        return post(graph, *args, **kwargs)
+
+    def compiled(gm: Any, example_inputs: Any, inputs_to_check: Any, **graph_kwargs: Any) -> Any:
+        backward = bool(graph_kwargs.get("is_backward", False))
+        marks = lookups.backward if backward else lookups.forward
+        with torch._functorch.config.patch(bundled_autograd_cache=False):  # the program's key: no bundling
+            key_info, _ = cache.prepare_key(gm, example_inputs, graph_kwargs, inputs_to_check, False)
+        if key_info is None:  # a graph Inductor does not cache
+            marks.append(False)
+            return fresh(gm, example_inputs, inputs_to_check, **graph_kwargs)
+        key, debug_lines = key_info
+        as_stored.clear()
+        graph, _ = cache.load_with_key(
+            key, debug_lines, example_inputs, True, None, is_backward=backward,
+            constants=constants_of(gm),
+        )  # fmt: skip
+        marks.append(graph is not None)
+        if graph is None:
+            graph = fresh(gm, example_inputs, inputs_to_check, **graph_kwargs)
+            if not isinstance(graph, graph_kind):  # another kind of output: as torch compiled it
+                return graph
+            bundle, _ = collect()
+            graph.set_triton_bundle(bundle)
+            cache._save_graph(key, graph, example_inputs, True, None)
+            as_stored.append(bundle)
+        bundles.append(as_stored[-1] if as_stored else graph._triton_bundle)
+        return graph
+
+    def collected(*args: Any, **kwargs: Any) -> Any:
+        return (bundles.pop(), None) if bundles else collect(*args, **kwargs)
+
+    compile_fx.fx_codegen_and_compile = compiled
+    bundler.collect = collected
+    cache.cache_hit_post_compile = staticmethod(posted)
+    try:
+        yield lookups
+    finally:
+        compile_fx.fx_codegen_and_compile = fresh
+        bundler.collect, cache.cache_hit_post_compile = descriptors
