@@ -108,9 +108,10 @@ def _save(wrapper: Any, frame: Any, folder: Path) -> str | None:
 
 def _slimmed(saved: bytes, modules: dict[str, Any]) -> bytes:
     """torch's saved frame without what serving does not need: the text of every module a function the
-    trace inlined is in (torch keeps it whole; the frame's checks hold each function's digest) and the
-    compiled Triton kernels its graphs do not launch (graphs.keep_launched). Read and written again as torch
-    does; as it was where anything is not as expected. Capture only: the user's own program's frame."""
+    trace inlined is in (torch keeps it whole; the frame's checks hold each function's digest), the compiled
+    Triton kernels its graphs do not launch (graphs.keep_launched) and the text of their cache keys. Read
+    and written again as torch does; as it was where anything is not as expected. Capture only: the user's
+    own program's frame."""
     import pickle
 
     from torch._dynamo import aot_compile
@@ -123,8 +124,11 @@ def _slimmed(saved: bytes, modules: dict[str, Any]) -> bytes:
         bundled = pickle.loads(inner)  # (the AOTAutograd entry, Triton kernels, their constant arguments)
         entry = bundled[0]
         sides = (getattr(entry, "compiled_fw", None), getattr(entry, "compiled_bw", None))
-        if any([graphs.keep_launched(getattr(side, "result", None)) for side in sides]):
-            state["compiled_fn"] = (deserialize, pickle.dumps(bundled))
+        for result in [getattr(side, "result", None) for side in sides]:
+            graphs.keep_launched(result)
+            if getattr(result, "_fx_graph_cache_debug_lines", None):  # its cache key's text: for logs only
+                result._fx_graph_cache_debug_lines = None  # type: ignore[union-attr]
+        state["compiled_fn"] = (deserialize, pickle.dumps(bundled))
         out = io.BytesIO()
         pickler = aot_compile.AOTCompilePickler(modules, out)
         pickler.dump(state)

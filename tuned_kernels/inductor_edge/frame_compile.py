@@ -86,6 +86,7 @@ def through_graph_cache() -> Iterator[Lookups | None]:
                 return graph
             bundle, _ = collect()
             graph.set_triton_bundle(bundle)
+            graph._fx_graph_cache_key, graph._fx_graph_cache_debug_lines = key, debug_lines  # as torch's miss
             cache._save_graph(key, graph, example_inputs, True, None)
             as_stored.append(bundle)
         bundles.append(as_stored[-1] if as_stored else graph._triton_bundle)
