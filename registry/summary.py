@@ -119,6 +119,7 @@ def append_coverage(path: Path, stats: Stats, overlay: Path | None) -> None:
         "overlay": None if overlay is None else str(overlay),
         "graph_hits": graphs.get("fxgraph_hits", 0),
         "graph_misses": graphs.get("fxgraph_misses", 0),
+        "graph_frames": graphs.get("frames_served", 0),  # loaded with their graphs: no graph looked up
     }
     with contextlib.suppress(OSError), FileLock(str(path) + ".lock", timeout=30), path.open("a") as f:
         f.write(json.dumps(line) + "\n")

@@ -58,7 +58,8 @@ def _coverage(tmp_path: Path, bundle: Path, **extra: str) -> dict[str, object]:
 
 def test_inductor_gemm_choice_is_captured_then_served_from_the_bundle(tmp_path: Path) -> None:
     """The choice is served where the graph is not (TUNED_KERNELS_COMPILED=0 here); with the graph the
-    bundle holds too, Inductor compiles nothing and asks for no choice (tests/test_graphs.py)."""
+    bundle holds too, Inductor compiles nothing and asks for no choice (tests/test_graphs.py), the graph
+    loaded with its Dynamo frame or, frames off, found in Inductor's cache."""
     bundle = tmp_path / "inductor.textproto"
     _run(tmp_path, "capture", "-o", str(bundle), "--", *APP)
     decisions = [
@@ -71,14 +72,17 @@ def test_inductor_gemm_choice_is_captured_then_served_from_the_bundle(tmp_path: 
     ]
     assert {dict(e.best.kwargs)[keys.TEMPLATE] for e in (key, gemm)} == {"aten::mm"}  # the slow mm lost
     assert key.kernel.source_hash == keys.torch_source_hash()
-    graph_served = {"hits": 0, "misses": 0, "missed": [], "predicted": [], "graphs": {"hits": 1, "misses": 0}}
+    loaded = {"hits": 0, "misses": 0, "frames": 1}  # its Dynamo frame loaded, with its graph: none looked up
+    graph_served = {"hits": 0, "misses": 0, "missed": [], "predicted": [], "graphs": loaded}
     assert _coverage(tmp_path, bundle) == graph_served
+    found = {"hits": 1, "misses": 0, "frames": 0}  # the graph found in Inductor's cache
+    assert _coverage(tmp_path, bundle, TUNED_KERNELS_FRAMES="0") == {**graph_served, "graphs": found}
     choice_served = {
         "hits": 1,
         "misses": 0,
         "missed": [],
         "predicted": [],
-        "graphs": {"hits": 0, "misses": 1},
+        "graphs": {"hits": 0, "misses": 1, "frames": 0},
     }
     assert _coverage(tmp_path, bundle, TUNED_KERNELS_COMPILED="0") == choice_served
 

@@ -96,7 +96,7 @@ def cmd_coverage(args: argparse.Namespace) -> int:
         returncode, lines = run_reporting(command, env, Path(tmp))
     hits = sum(x["hits"] for x in lines)
     missed, predicted = (keys_in(lines, kind) for kind in ("missed", "predicted"))
-    graphs = {k: sum(x.get(f"graph_{k}", 0) for x in lines) for k in ("hits", "misses")}
+    graphs = {k: sum(x.get(f"graph_{k}", 0) for x in lines) for k in ("hits", "misses", "frames")}
     if args.json:
         listed = {
             kind: [[n, list(k)] for n, k in keys]
@@ -106,8 +106,12 @@ def cmd_coverage(args: argparse.Namespace) -> int:
     else:
         guessed = f", {len(predicted)} distinct keys predicted" if predicted else ""
         print(f"coverage: {hits} hits{guessed}, {len(missed)} distinct keys missed in {len(lines)} processes")
-        if graphs["hits"] or graphs["misses"]:
-            print(f"  torch.compile graphs: {graphs['hits']} served, {graphs['misses']} compiled")
+        if any(graphs.values()):
+            print(
+                f"  torch.compile graphs: {graphs['hits']} served"
+                + (f", {graphs['frames']} Dynamo frames loaded with theirs" if graphs["frames"] else "")
+                + f", {graphs['misses']} compiled"
+            )
         for name, key in predicted:
             print(f"  predicted {name} {key}")
         for name, key in missed:
