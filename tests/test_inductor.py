@@ -117,7 +117,7 @@ def test_a_capture_on_a_machine_already_warm_times_nothing_and_records_what_a_co
 def test_inductor_gemm_choice_missing_from_bundles_is_autotuned_once_then_remembered(tmp_path: Path) -> None:
     empty = tmp_path / "no-bundles"
     empty.mkdir()
-    compiled = {"hits": 0, "misses": 1}  # coverage gives each run an empty Inductor cache
+    compiled = {"hits": 0, "misses": 1, "frames": 0}  # coverage gives each run an empty Inductor cache
     missed = [["inductor.mm", list(MM_KEY)]]
     first = {"hits": 0, "misses": 1, "missed": missed, "predicted": [], "graphs": compiled}
     assert _coverage(tmp_path, empty) == first
