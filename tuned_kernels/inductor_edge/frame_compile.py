@@ -95,11 +95,15 @@ def through_graph_cache() -> Iterator[Lookups | None]:
     def collected(*args: Any, **kwargs: Any) -> Any:
         return (bundles.pop(), None) if bundles else collect(*args, **kwargs)
 
-    compile_fx.fx_codegen_and_compile = compiled
-    bundler.collect = collected
-    cache.cache_hit_post_compile = staticmethod(posted)
-    try:
-        yield lookups
-    finally:
-        compile_fx.fx_codegen_and_compile = fresh
-        bundler.collect, cache.cache_hit_post_compile = descriptors
+    from torch._dynamo import convert_frame
+
+    # Dynamo's own lock on compiling: another thread's compile meanwhile would go through these too
+    with getattr(convert_frame, "compile_lock", None) or contextlib.nullcontext():
+        compile_fx.fx_codegen_and_compile = compiled
+        bundler.collect = collected
+        cache.cache_hit_post_compile = staticmethod(posted)
+        try:
+            yield lookups
+        finally:
+            compile_fx.fx_codegen_and_compile = fresh
+            bundler.collect, cache.cache_hit_post_compile = descriptors
