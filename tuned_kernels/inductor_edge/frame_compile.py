@@ -47,8 +47,10 @@ def through_graph_cache() -> Iterator[Lookups | None]:
         yield None
         return
     import torch
+    from torch._dynamo.utils import count_calls
     from torch._inductor import codecache, output_code, triton_bundler
     from torch._inductor import compile_fx as compile_module
+    from torch._inductor import config as inductor
 
     compile_fx: Any = compile_module  # the module whose compile function is swapped for the while
     cache: Any = codecache.FxGraphCache
@@ -68,6 +70,12 @@ def through_graph_cache() -> Iterator[Lookups | None]:
     def compiled(gm: Any, example_inputs: Any, inputs_to_check: Any, **graph_kwargs: Any) -> Any:
         backward = bool(graph_kwargs.get("is_backward", False))
         marks = lookups.backward if backward else lookups.forward
+        if count_calls(gm.graph) == 0:  # nothing to compute: no kernel, and the program's compile caches none
+            marks.append(True)
+            return fresh(gm, example_inputs, inputs_to_check, **graph_kwargs)
+        if inductor.force_disable_caches or not inductor.fx_graph_cache:  # the program caches no graph
+            marks.append(False)
+            return fresh(gm, example_inputs, inputs_to_check, **graph_kwargs)
         with torch._functorch.config.patch(bundled_autograd_cache=False):  # the program's key: no bundling
             key_info, _ = cache.prepare_key(gm, example_inputs, graph_kwargs, inputs_to_check, False)
         if key_info is None:  # a graph Inductor does not cache
