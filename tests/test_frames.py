@@ -91,10 +91,18 @@ def test_each_frame_is_compiled_from_the_graph_the_programs_own_compile_put_in_i
     """Not compiled afresh: the kernels a frame launches are those the program's run tuned (and the bundle
     ships tuned). Two frames are saved before the program reads its counters: each found its forward graph
     in the cache; the program's own two look-ups missed, as a first compile does, and so did each frame's
-    backward (never run here: compiled and written where the program's own compile of it would look)."""
+    backward (compiled and written where the program's own compile of it would look; a training step's
+    backward then finds it: the README's train.py)."""
     _, run = capture_run
     assert run.frames == {"traced": 2, "fxgraph_hits": 2, "fxgraph_misses": 4}
     assert not [w for w in run.warnings if "not saved" in w]
+
+
+def test_a_backward_the_program_never_ran_is_shipped_in_its_frame_only(capture_run: tuple[Path, Run]) -> None:
+    """The frames' compile wrote each backward to Inductor's cache for the program's own backward to find;
+    this program runs none, so the bundle holds the program's 3 forward graphs and no backward beside them."""
+    _, run = capture_run
+    assert "3 Dynamo frames, 3 FX-graph entries," in run.stderr
 
 
 def test_a_served_first_call_runs_no_dynamo_trace_and_answers_as_eager(

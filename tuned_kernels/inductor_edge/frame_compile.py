@@ -11,10 +11,13 @@ under that key, where the program's own compile of it finds it."""
 
 from __future__ import annotations
 
+import atexit
 import contextlib
 import copy
+import shutil
 from collections.abc import Iterator
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 
 
@@ -96,6 +99,7 @@ def through_graph_cache() -> Iterator[Lookups | None]:
             graph.set_triton_bundle(bundle)
             graph._fx_graph_cache_key, graph._fx_graph_cache_debug_lines = key, debug_lines  # as torch's miss
             cache._save_graph(key, graph, example_inputs, True, None)
+            written_for_the_program(cache, key)
             as_stored.append(bundle)
         bundles.append(as_stored[-1] if as_stored else graph._triton_bundle)
         return graph
@@ -115,3 +119,33 @@ def through_graph_cache() -> Iterator[Lookups | None]:
         finally:
             compile_fx.fx_codegen_and_compile = fresh
             bundler.collect, cache.cache_hit_post_compile = descriptors
+
+
+# graphs a frame's compile wrote to Inductor's cache for the program's own compile, not looked up by it yet
+_unread: dict[str, Path] = {}
+
+
+def written_for_the_program(cache: Any, key: str) -> None:
+    """Notes a graph written under `key` for the program's own compile (a backward it has not run yet).
+    One it never looks up is taken out of the cache as the program ends, before capture harvests the
+    cache: an inference program whose parameters require grad runs no backward, and its bundle would ship
+    each frame's backward twice (the frame holds it). From the first such graph on, Inductor's look-ups
+    are watched."""
+    if not _unread:
+        lookup = cache.load_with_key
+
+        def watched(key: str, *args: Any, **kwargs: Any) -> Any:
+            _unread.pop(key, None)
+            return lookup(key, *args, **kwargs)
+
+        if not getattr(lookup, "watched", False):
+            watched.watched = True  # type: ignore[attr-defined]
+            cache.load_with_key = staticmethod(watched)
+            atexit.register(_take_out_unread)
+    _unread[key] = Path(cache._get_tmp_dir_for_key(key))
+
+
+def _take_out_unread() -> None:
+    for folder in _unread.values():
+        shutil.rmtree(folder, ignore_errors=True)
+    _unread.clear()

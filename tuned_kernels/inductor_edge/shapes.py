@@ -98,7 +98,7 @@ FRAME_COMPILE = (
           "no Dynamo frame is saved: torch's compile of it cannot be read through Inductor's cache",
           calls=("_compile_fx_inner", "fx_codegen_and_compile")),
     Shape("torch._inductor.codecache", "FxGraphCache",
-          ("prepare_key", "load_with_key", "_save_graph", "cache_hit_post_compile"),
+          ("prepare_key", "load_with_key", "_save_graph", "cache_hit_post_compile", "_get_tmp_dir_for_key"),
           "no Dynamo frame is saved: torch's compile of it cannot be read through Inductor's cache"),
     Shape("torch._inductor.triton_bundler", "TritonBundler", ("collect",),
           "no Dynamo frame is saved: torch's compile of it cannot be read through Inductor's cache"),
