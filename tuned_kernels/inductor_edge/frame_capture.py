@@ -82,8 +82,8 @@ def _save(wrapper: Any, frame: Any, folder: Path) -> str | None:
     finally:  # the entry this compile wrote as well (its graph again, bundled in): not the program's own
         for written in (set(entries.iterdir()) if entries.is_dir() else set()) - before:
             shutil.rmtree(written, ignore_errors=True)
-    if lookups.why_not_saved() is not None:
-        return lookups.why_not_saved()
+    if (not_the_programs := lookups.why_not_saved()) is not None:
+        return not_the_programs
     if undescribed:
         return f"a guard on the identity of {undescribed[0]}, which another process cannot check"
     checks = frame_file.FrameChecks(

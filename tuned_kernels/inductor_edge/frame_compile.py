@@ -91,17 +91,18 @@ def through_graph_cache() -> Iterator[Lookups | None]:
             constants=constants_of(gm),
         )  # fmt: skip
         marks.append(graph is not None)
-        if graph is None:
-            graph = fresh(gm, example_inputs, inputs_to_check, **graph_kwargs)
-            if not isinstance(graph, graph_kind):  # another kind of output: as torch compiled it
-                return graph
-            bundle, _ = collect()
-            graph.set_triton_bundle(bundle)
-            graph._fx_graph_cache_key, graph._fx_graph_cache_debug_lines = key, debug_lines  # as torch's miss
-            cache._save_graph(key, graph, example_inputs, True, None)
-            written_for_the_program(cache, key)
-            as_stored.append(bundle)
-        bundles.append(as_stored[-1] if as_stored else graph._triton_bundle)
+        if graph is not None:
+            bundles.append(as_stored[-1] if as_stored else graph._triton_bundle)
+            return graph
+        graph = fresh(gm, example_inputs, inputs_to_check, **graph_kwargs)
+        if not isinstance(graph, graph_kind):  # another kind of output: as torch compiled it
+            return graph
+        bundle, _ = collect()
+        graph.set_triton_bundle(bundle)
+        graph._fx_graph_cache_key, graph._fx_graph_cache_debug_lines = key, debug_lines  # as torch's miss
+        cache._save_graph(key, graph, example_inputs, True, None)
+        written_for_the_program(cache, key)
+        bundles.append(bundle)
         return graph
 
     def collected(*args: Any, **kwargs: Any) -> Any:
@@ -131,18 +132,22 @@ def written_for_the_program(cache: Any, key: str) -> None:
     cache: an inference program whose parameters require grad runs no backward, and its bundle would ship
     each frame's backward twice (the frame holds it). From the first such graph on, Inductor's look-ups
     are watched."""
-    if not _unread:
-        lookup = cache.load_with_key
-
-        def watched(key: str, *args: Any, **kwargs: Any) -> Any:
-            _unread.pop(key, None)
-            return lookup(key, *args, **kwargs)
-
-        if not getattr(lookup, "watched", False):
-            watched.watched = True  # type: ignore[attr-defined]
-            cache.load_with_key = staticmethod(watched)
-            atexit.register(_take_out_unread)
+    _watch_lookups(cache)
     _unread[key] = Path(cache._get_tmp_dir_for_key(key))
+
+
+def _watch_lookups(cache: Any) -> None:
+    lookup = cache.load_with_key
+    if getattr(lookup, "watched", False):
+        return
+
+    def watched(key: str, *args: Any, **kwargs: Any) -> Any:
+        _unread.pop(key, None)
+        return lookup(key, *args, **kwargs)
+
+    watched.watched = True  # type: ignore[attr-defined]
+    cache.load_with_key = staticmethod(watched)
+    atexit.register(_take_out_unread)
 
 
 def _take_out_unread() -> None:
