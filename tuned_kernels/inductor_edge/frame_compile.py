@@ -49,77 +49,98 @@ def through_graph_cache() -> Iterator[Lookups | None]:
     if not all(holds(shape) for shape in FRAME_COMPILE):
         yield None
         return
-    import torch
-    from torch._dynamo.utils import count_calls
-    from torch._inductor import codecache, output_code, triton_bundler
+    from torch._dynamo import convert_frame
+    from torch._inductor import codecache, triton_bundler
     from torch._inductor import compile_fx as compile_module
-    from torch._inductor import config as inductor
 
     compile_fx: Any = compile_module  # the module whose compile function is swapped for the while
     cache: Any = codecache.FxGraphCache
     bundler: Any = triton_bundler.TritonBundler
-    graph_kind, constants_of = output_code.CompiledFxGraph, output_code.CompiledFxGraphConstantsWithGm
-
-    fresh, collect, post = compile_fx.fx_codegen_and_compile, bundler.collect, cache.cache_hit_post_compile
+    through = _ThroughCache(compile_fx.fx_codegen_and_compile, bundler.collect, cache)
     descriptors = vars(bundler)["collect"], vars(cache)["cache_hit_post_compile"]  # put back as they were
-    lookups = Lookups()
-    bundles: list[Any] = []  # a graph's Triton kernels, for the compile's own collect to give back
-    as_stored: list[Any] = []  # a found graph's Triton kernels before loading readied them to launch
-
-    def posted(graph: Any, *args: Any, **kwargs: Any) -> Any:
-        as_stored.append(copy.deepcopy(getattr(graph, "_triton_bundle", None)))  # a readied one won't pickle
-        return post(graph, *args, **kwargs)
-
-    def compiled(gm: Any, example_inputs: Any, inputs_to_check: Any, **graph_kwargs: Any) -> Any:
-        backward = bool(graph_kwargs.get("is_backward", False))
-        marks = lookups.backward if backward else lookups.forward
-        if count_calls(gm.graph) == 0:  # nothing to compute: no kernel, and the program's compile caches none
-            marks.append(True)
-            return fresh(gm, example_inputs, inputs_to_check, **graph_kwargs)
-        if inductor.force_disable_caches or not inductor.fx_graph_cache:  # the program caches no graph
-            marks.append(False)
-            return fresh(gm, example_inputs, inputs_to_check, **graph_kwargs)
-        with torch._functorch.config.patch(bundled_autograd_cache=False):  # the program's key: no bundling
-            key_info, _ = cache.prepare_key(gm, example_inputs, graph_kwargs, inputs_to_check, False)
-        if key_info is None:  # a graph Inductor does not cache
-            marks.append(False)
-            return fresh(gm, example_inputs, inputs_to_check, **graph_kwargs)
-        key, debug_lines = key_info
-        as_stored.clear()
-        graph, _ = cache.load_with_key(
-            key, debug_lines, example_inputs, True, None, is_backward=backward,
-            constants=constants_of(gm),
-        )  # fmt: skip
-        marks.append(graph is not None)
-        if graph is not None:
-            bundles.append(as_stored[-1] if as_stored else graph._triton_bundle)
-            return graph
-        graph = fresh(gm, example_inputs, inputs_to_check, **graph_kwargs)
-        if not isinstance(graph, graph_kind):  # another kind of output: as torch compiled it
-            return graph
-        bundle, _ = collect()
-        graph.set_triton_bundle(bundle)
-        graph._fx_graph_cache_key, graph._fx_graph_cache_debug_lines = key, debug_lines  # as torch's miss
-        cache._save_graph(key, graph, example_inputs, True, None)
-        written_for_the_program(cache, key)
-        bundles.append(bundle)
-        return graph
-
-    def collected(*args: Any, **kwargs: Any) -> Any:
-        return (bundles.pop(), None) if bundles else collect(*args, **kwargs)
-
-    from torch._dynamo import convert_frame
-
     # Dynamo's own lock on compiling: another thread's compile meanwhile would go through these too
     with getattr(convert_frame, "compile_lock", None) or contextlib.nullcontext():
-        compile_fx.fx_codegen_and_compile = compiled
-        bundler.collect = collected
-        cache.cache_hit_post_compile = staticmethod(posted)
+        compile_fx.fx_codegen_and_compile = through.compiled
+        bundler.collect = through.collected
+        cache.cache_hit_post_compile = staticmethod(through.posted)
         try:
-            yield lookups
+            yield through.lookups
         finally:
-            compile_fx.fx_codegen_and_compile = fresh
+            compile_fx.fx_codegen_and_compile = through.fresh
             bundler.collect, cache.cache_hit_post_compile = descriptors
+
+
+class _ThroughCache:
+    """Inductor's compile, collect and cache-hit functions as a frame's compile goes through them: `fresh`
+    and `collect` are Inductor's own, `cache` its FxGraphCache."""
+
+    def __init__(self, fresh: Any, collect: Any, cache: Any) -> None:
+        self.fresh, self.collect, self.cache = fresh, collect, cache
+        self.post = cache.cache_hit_post_compile
+        self.lookups = Lookups()
+        self.bundles: list[Any] = []  # a graph's Triton kernels, for the compile's own collect to give back
+        self.as_stored: list[Any] = []  # a found graph's Triton kernels before loading readied them
+
+    def posted(self, graph: Any, *args: Any, **kwargs: Any) -> Any:
+        self.as_stored.append(copy.deepcopy(getattr(graph, "_triton_bundle", None)))  # readied: no pickle
+        return self.post(graph, *args, **kwargs)
+
+    def collected(self, *args: Any, **kwargs: Any) -> Any:
+        return (self.bundles.pop(), None) if self.bundles else self.collect(*args, **kwargs)
+
+    def compiled(self, gm: Any, example_inputs: Any, inputs_to_check: Any, **graph_kwargs: Any) -> Any:
+        import torch
+        from torch._dynamo.utils import count_calls
+        from torch._inductor import config as inductor
+
+        backward = bool(graph_kwargs.get("is_backward", False))
+        marks = self.lookups.backward if backward else self.lookups.forward
+        if count_calls(gm.graph) == 0:  # nothing to compute: no kernel, and the program's compile caches none
+            marks.append(True)
+            return self.fresh(gm, example_inputs, inputs_to_check, **graph_kwargs)
+        if inductor.force_disable_caches or not inductor.fx_graph_cache:  # the program caches no graph
+            marks.append(False)
+            return self.fresh(gm, example_inputs, inputs_to_check, **graph_kwargs)
+        with torch._functorch.config.patch(bundled_autograd_cache=False):  # the program's key: no bundling
+            key_info, _ = self.cache.prepare_key(gm, example_inputs, graph_kwargs, inputs_to_check, False)
+        if key_info is None:  # a graph Inductor does not cache
+            marks.append(False)
+            return self.fresh(gm, example_inputs, inputs_to_check, **graph_kwargs)
+        graph = self._found(gm, example_inputs, key_info, backward)
+        marks.append(graph is not None)
+        return graph or self._written(gm, example_inputs, inputs_to_check, graph_kwargs, key_info)
+
+    def _found(self, gm: Any, example_inputs: Any, key_info: Any, backward: bool) -> Any:
+        """The program's own compiled graph under its key, its Triton kernels as stored; None if absent."""
+        from torch._inductor.output_code import CompiledFxGraphConstantsWithGm
+
+        key, debug_lines = key_info
+        self.as_stored.clear()
+        graph, _ = self.cache.load_with_key(
+            key, debug_lines, example_inputs, True, None, is_backward=backward,
+            constants=CompiledFxGraphConstantsWithGm(gm),
+        )  # fmt: skip
+        if graph is not None:
+            self.bundles.append(self.as_stored[-1] if self.as_stored else graph._triton_bundle)
+        return graph
+
+    def _written(
+        self, gm: Any, example_inputs: Any, inputs_to_check: Any, graph_kwargs: Any, key_info: Any
+    ) -> Any:
+        """The graph compiled afresh and written to the cache under the program's key, as torch's miss."""
+        from torch._inductor.output_code import CompiledFxGraph
+
+        graph = self.fresh(gm, example_inputs, inputs_to_check, **graph_kwargs)
+        if not isinstance(graph, CompiledFxGraph):  # another kind of output: as torch compiled it
+            return graph
+        key, debug_lines = key_info
+        bundle, _ = self.collect()
+        graph.set_triton_bundle(bundle)
+        graph._fx_graph_cache_key, graph._fx_graph_cache_debug_lines = key, debug_lines
+        self.cache._save_graph(key, graph, example_inputs, True, None)
+        written_for_the_program(self.cache, key)
+        self.bundles.append(bundle)
+        return graph
 
 
 # graphs a frame's compile wrote to Inductor's cache for the program's own compile, not looked up by it yet
