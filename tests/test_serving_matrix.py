@@ -404,9 +404,11 @@ def cells(change: Change, report: dict[str, Any]) -> dict[str, tuple[bool, str]]
         loaded = stats["graphs"].get("frames_served", 0)  # its Dynamo frame loaded: no graph looked up
         found = graphs["fxgraph_hits"] == 1 or loaded == 1
         served = found and graphs["fxgraph_misses"] == 0 and not compiled
+        traced = stats["graphs"].get("frames_traced_first_why", "")  # a frame offered, traced instead
+        way = "its Dynamo frame loaded" if loaded else "found in Inductor's cache"
         out["graph"] = (
             served,
-            ("its Dynamo frame loaded" if loaded else "found in Inductor's cache") + ", 0 compiled"
+            f"{way}, 0 compiled" + (f" (its frame traced: {traced})" if traced else "")
             if served
             else f"{graphs['fxgraph_misses']} compiled here",
         )
