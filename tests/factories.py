@@ -135,3 +135,37 @@ def capture_sink(path: Path) -> CaptureSink:
 
     header = model.Header(CPU, TRITON_39, model.Producer.CAPTURE, "0.1.0", "2026-11-22T12:00:00Z")
     return CaptureSink(path, header, warn)
+
+
+def environment_with_torch(folder: Path) -> Path:
+    """A fresh virtual environment at `folder` (pip and nothing else of its own) that has PyTorch: torch and
+    the distributions it requires, linked from this environment's installs (the files `pip install torch`
+    writes, without 16 s of unpacking them). Its `bin` folder."""
+    import importlib.metadata
+    import re
+    import sysconfig
+
+    subprocess.run([sys.executable, "-m", "venv", str(folder)], check=True, timeout=300)
+    python = folder / "bin" / "python"
+    where = [str(python), "-c", "import sysconfig; print(sysconfig.get_paths()['purelib'])"]
+    there = Path(
+        subprocess.run(where, capture_output=True, text=True, check=True, timeout=120).stdout.strip()
+    )
+    here = Path(sysconfig.get_paths()["purelib"])
+    own = {re.sub(r"[-_.]+", "-", d.name.split("-")[0]).lower() for d in there.glob("*.dist-info")}
+    wanted, linked = ["torch"], set()
+    while wanted:
+        name = re.sub(r"[-_.]+", "-", wanted.pop()).lower()
+        if name in linked:
+            continue
+        linked.add(name)
+        distribution = importlib.metadata.distribution(name)
+        for requirement in distribution.requires or []:
+            if "extra ==" not in requirement:
+                wanted.append(re.split(r"[ ;<>=!~\[(]", requirement, maxsplit=1)[0])
+        if name in own:  # the fresh environment's own (setuptools): pip leaves or upgrades it, as it would
+            continue
+        for top in {Path(str(file)).parts[0] for file in distribution.files or []} - {".."}:
+            if (here / top).exists() and not (there / top).exists():
+                (there / top).symlink_to(here / top)
+    return folder / "bin"

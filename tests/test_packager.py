@@ -67,7 +67,8 @@ def test_wheels_pass_check_wheel_contents_and_twine(tmp_path: Path) -> None:
 
 @pytest.mark.slow
 def test_tune_wheel_index_serve_install_run_in_a_fresh_venv(tmp_path: Path) -> None:
-    """The README's loop as a new user meets it: nothing shared with this environment but pip's cache."""
+    """The README's loop as a new user meets it: nothing shared with this environment but pip's cache and
+    PyTorch's installed files (factories.environment_with_torch)."""
     env = {**os.environ, "TRITON_INTERPRET": "1", "TUNED_KERNELS_CACHE_DIR": str(tmp_path / "overlay")}
     env.pop("TUNED_KERNELS_PATH", None)
     tk = [sys.executable, "-m", "tuned_kernels"]
@@ -98,12 +99,9 @@ def test_tune_wheel_index_serve_install_run_in_a_fresh_venv(tmp_path: Path) -> N
     subprocess.run([sys.executable, "-m", "pip", "wheel", "-q", "--no-deps", "--no-build-isolation", "-w",
                     str(tmp_path / "own"), str(ROOT)], check=True, timeout=600)  # fmt: skip
 
-    venv = tmp_path / "venv"
-    subprocess.run([sys.executable, "-m", "venv", str(venv)], check=True, timeout=600)
-    pip = [str(venv / "bin" / "python"), "-m", "pip", "install", "-q", "--no-compile"]  # (compiled on import)
-    subprocess.run(
-        [*pip, "torch==2.13.0", *map(str, (tmp_path / "own").glob("*.whl"))], check=True, timeout=600
-    )
+    python = factories.environment_with_torch(tmp_path / "venv") / "python"
+    pip = [str(python), "-m", "pip", "install", "-q", "--no-compile"]  # (compiled on import)
+    subprocess.run([*pip, *map(str, (tmp_path / "own").glob("*.whl"))], check=True, timeout=600)
 
     handler = functools.partial(http.server.SimpleHTTPRequestHandler, directory=str(tmp_path / "www"))
     server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), handler)
@@ -129,7 +127,7 @@ def test_tune_wheel_index_serve_install_run_in_a_fresh_venv(tmp_path: Path) -> N
     run_env = {**env, "TUNED_KERNELS": "1"}  # no code change: tuned_kernels.pth enables the registry
 
     def run(*sizes: int) -> dict:
-        out = subprocess.run([str(venv / "bin" / "python"), "-c", program, *map(str, sizes)], check=True,
+        out = subprocess.run([str(python), "-c", program, *map(str, sizes)], check=True,
                              capture_output=True, text=True, env=run_env, cwd=tmp_path, timeout=600)  # fmt: skip
         return json.loads(out.stdout)
 

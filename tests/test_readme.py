@@ -13,6 +13,8 @@ from pathlib import Path
 
 import pytest
 
+from tests import factories
+
 ROOT = Path(__file__).resolve().parents[1]
 SECTION = re.compile(r"^## Quick start\n(.*?)^## ", re.S | re.M)
 
@@ -47,21 +49,14 @@ def test_the_readme_quick_start_works_verbatim_in_a_fresh_environment(tmp_path: 
         ".venv", ".git", "build", "dist", "*.egg-info", "__pycache__", ".*_cache", ".whl"
     )
     shutil.copytree(ROOT, project / "tuned-kernels", ignore=ignore)
-    venv = tmp_path / "venv"
-    subprocess.run([sys.executable, "-m", "venv", str(venv)], check=True, timeout=300)
+    bin_folder = factories.environment_with_torch(tmp_path / "venv")  # "an environment that has PyTorch"
     env = {
         k: v for k, v in os.environ.items() if not k.startswith(("TUNED_KERNELS", "TRITON_", "VIRTUAL_ENV"))
     }
     env.update(
-        PATH=f"{venv / 'bin'}{os.pathsep}{env['PATH']}",
+        PATH=f"{bin_folder}{os.pathsep}{env['PATH']}",
         TUNED_KERNELS_CACHE_DIR=str(tmp_path / "cache"),
-        PIP_NO_COMPILE="1",  # modules compile as they are imported: torch's 20 s of byte-compiling spared
-    )
-    subprocess.run(
-        [str(venv / "bin" / "python"), "-m", "pip", "install", "-q", "torch==2.13.0"],
-        check=True,
-        timeout=900,
-        env=env,
+        PIP_NO_COMPILE="1",  # modules compile as they are imported
     )
     for command, shown in steps:
         out = subprocess.run(
