@@ -145,6 +145,8 @@ def environment_with_torch(folder: Path) -> Path:
     import re
     import sysconfig
 
+    from packaging.requirements import Requirement
+
     subprocess.run([sys.executable, "-m", "venv", str(folder)], check=True, timeout=300)
     python = folder / "bin" / "python"
     where = [str(python), "-c", "import sysconfig; print(sysconfig.get_paths()['purelib'])"]
@@ -160,9 +162,10 @@ def environment_with_torch(folder: Path) -> Path:
             continue
         linked.add(name)
         distribution = importlib.metadata.distribution(name)
-        for requirement in distribution.requires or []:
-            if "extra ==" not in requirement:
-                wanted.append(re.split(r"[ ;<>=!~\[(]", requirement, maxsplit=1)[0])
+        for text in distribution.requires or []:
+            requirement = Requirement(text)
+            if requirement.marker is None or requirement.marker.evaluate({"extra": ""}):
+                wanted.append(requirement.name)
         if name in own:  # the fresh environment's own (setuptools): pip leaves or upgrades it, as it would
             continue
         for top in {Path(str(file)).parts[0] for file in distribution.files or []} - {".."}:
