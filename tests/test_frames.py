@@ -8,6 +8,7 @@ Real processes on the CPU (Inductor's C++ back end), and the frame file's checks
 from __future__ import annotations
 
 import dataclasses
+import enum
 import hashlib
 import json
 import os
@@ -136,7 +137,9 @@ def test_a_global_guarded_by_identity_that_differs_is_traced_and_answers_as_eage
 def test_an_edited_function_is_traced_and_answers_as_eager(captured: Path, tmp_path: Path) -> None:
     folder = tmp_path / "edited"
     folder.mkdir()
-    (folder / "frame_app.py").write_text(APP.read_text().replace("return y * 2", "return y * 3"))
+    (folder / "frame_app.py").write_text(
+        APP.read_text().replace("return fn(y) * by.value", "return fn(y) * by.value + 1")
+    )
     served = run_app(folder, bundle=captured)
     assert served.frames["traced"] == 2
     assert "(the first: the source of __main__ (lines " in served.stderr
@@ -215,13 +218,22 @@ def test_a_codes_digest_leaves_out_its_file_and_lines_and_keeps_what_it_does() -
     assert frame_file.code_digest(_code(body.replace("g(", "h("), "/here/app.py")) != digest
 
 
-def _closure() -> types.FunctionType:
-    held = 1
+class Verdict(enum.Enum):
+    SERVED = 1
 
-    def inner() -> int:
+
+def _holding(held: object) -> types.FunctionType:
+    def inner() -> object:
         return held
 
     return inner  # type: ignore[return-value]
+
+
+def _itself() -> types.FunctionType:
+    def again(n: int) -> int:
+        return again(n - 1) if n else 0
+
+    return again  # type: ignore[return-value]
 
 
 @pytest.mark.parametrize(
@@ -233,13 +245,33 @@ def _closure() -> types.FunctionType:
         (len, "builtin builtins.len"),
         ("relu", None),  # a string: guarded by value, never by identity
         (str.upper, "descriptor builtins.str.upper"),
-        (_closure(), None),  # what its cells hold is not described
+        (_holding(object()), None),  # a cell holding an instance: not described
+        (_holding(Verdict.SERVED), "cell held=enum member tests.test_frames.Verdict.SERVED"),
+        (_holding(1), "cell held=int 1"),
+        (_holding((1, "a")), "cell held=tuple (int 1, str 'a')"),
+        (Verdict.SERVED, "enum member tests.test_frames.Verdict.SERVED"),
         ([].append, None),  # a method bound to an instance
         (object(), None),
     ],
 )
 def test_what_an_object_guarded_by_identity_is_described_as(value: object, described: str | None) -> None:
-    assert frame_file.describe(value) == described
+    said = frame_file.describe(value)
+    if isinstance(value, types.FunctionType):  # a closure: the function, then what each of its cells holds
+        named = f"function {value.__module__}.{value.__qualname__} {frame_file.code_digest(value.__code__)}"
+        assert said == (None if described is None else f"{named}; {described.removeprefix('cell ')}")
+    else:
+        assert said == described
+
+
+def test_a_closure_whose_cell_holds_itself_names_it_there() -> None:
+    again = _itself()
+    named = f"function {again.__module__}.{again.__qualname__} {frame_file.code_digest(again.__code__)}"
+    assert frame_file.describe(again) == f"{named}; again={named} (met above)"
+
+
+def test_a_code_object_is_described_by_its_name_and_what_it_does() -> None:
+    code = _frames.__code__
+    assert frame_file.describe(code) == f"code _frames {frame_file.code_digest(code)}"
 
 
 def test_a_function_is_described_by_its_name_and_code() -> None:

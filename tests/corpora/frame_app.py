@@ -1,11 +1,14 @@
 """A torch.compile program for the CPU whose forward is one whole graph and reads globals Dynamo guards by
-identity: an activation chosen by `FRAME_APP_ACT` (`relu`, the default, or `tanh`) and a helper function;
+identity: an activation chosen by `FRAME_APP_ACT` (`relu`, the default, or `tanh`) and a helper function
+behind a decorator (a closure over it and an enum member);
 the block alone and two of them in an `nn.Sequential`.
 Checks its output against eager PyTorch, also once `ACT` is rebound to another function, and prints how
 many frames Dynamo traced before that and Inductor's graph look-ups: `FRAMES {...}`."""
 
+import enum
 import json
 import os
+from collections.abc import Callable
 
 import torch
 from torch._dynamo.utils import counters
@@ -13,8 +16,27 @@ from torch._dynamo.utils import counters
 ACT = getattr(torch, os.environ.get("FRAME_APP_ACT", "relu"))
 
 
+class Times(enum.Enum):
+    TWO = 2
+
+
+def scaled(
+    by: Times,
+) -> Callable[[Callable[[torch.Tensor], torch.Tensor]], Callable[[torch.Tensor], torch.Tensor]]:
+    """A decorator: Dynamo guards its wrapper by identity, a closure over the function it wraps and `by`."""
+
+    def wrap(fn: Callable[[torch.Tensor], torch.Tensor]) -> Callable[[torch.Tensor], torch.Tensor]:
+        def wrapped(y: torch.Tensor) -> torch.Tensor:
+            return fn(y) * by.value
+
+        return wrapped
+
+    return wrap
+
+
+@scaled(Times.TWO)
 def doubled(y: torch.Tensor) -> torch.Tensor:
-    return y * 2
+    return y
 
 
 class Block(torch.nn.Module):

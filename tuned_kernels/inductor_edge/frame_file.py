@@ -15,6 +15,7 @@ a bundle trusted with code). Pure: bytes and live objects in, text out.
 
 from __future__ import annotations
 
+import enum
 import hashlib
 import json
 import re
@@ -127,10 +128,12 @@ def describe(value: Any) -> str | None:
         return f"module {value.__name__}"
     if isinstance(value, type):
         return f"class {value.__module__}.{value.__qualname__}"
+    if isinstance(value, types.CodeType):  # compared by what it holds: the same in another process
+        return f"code {getattr(value, 'co_qualname', value.co_name)} {code_digest(value)}"
+    if isinstance(value, enum.Enum):  # a member: one object per process, named by its class and name
+        return f"enum member {type(value).__module__}.{type(value).__qualname__}.{value.name}"
     if isinstance(value, types.FunctionType):
-        if value.__closure__:  # what its cells hold is not described
-            return None
-        return f"function {value.__module__}.{value.__qualname__} {code_digest(value.__code__)}"
+        return _function(value, ())
     if isinstance(value, types.BuiltinFunctionType):
         owner = value.__self__
         if isinstance(owner, types.ModuleType):
@@ -143,6 +146,52 @@ def describe(value: Any) -> str | None:
         owner = value.__objclass__
         return f"descriptor {owner.__module__}.{owner.__qualname__}.{value.__name__}"
     return None
+
+
+MAX_CLOSURE_DEPTH = 8  # decorators wrapping decorators: a closure nested deeper is not described
+
+
+def _function(value: types.FunctionType, within: tuple[int, ...]) -> str | None:
+    """A function by module, name and code; one with a closure (a decorator's wrapper: its cells hold the
+    function it wraps and the decorator's arguments) also by its defaults and what each cell holds, where
+    each of those is described (None where one is not). `within`: the functions whose cells led here (one
+    met again, a wrapper whose cell holds itself, is named, not described again)."""
+    named = f"function {value.__module__}.{value.__qualname__} {code_digest(value.__code__)}"
+    if not value.__closure__:
+        return named
+    if id(value) in within:
+        return f"{named} (met above)"
+    if len(within) >= MAX_CLOSURE_DEPTH:
+        return None
+    parts, inner = [named], (*within, id(value))
+    for name, cell in zip(value.__code__.co_freevars, value.__closure__, strict=True):
+        try:
+            held = cell.cell_contents
+        except ValueError:  # a cell not filled yet
+            return None
+        said = _held(held, inner)
+        if said is None:
+            return None
+        parts.append(f"{name}={said}")
+    for default in (*(value.__defaults__ or ()), *sorted((value.__kwdefaults__ or {}).items())):
+        said = _held(default, inner)
+        if said is None:
+            return None
+        parts.append(f"default {said}")
+    return "; ".join(parts)
+
+
+def _held(value: Any, within: tuple[int, ...]) -> str | None:
+    """A closure cell's or a default's value: a constant by its type and repr, a tuple item by item, a
+    function (its own closure included) or any object `describe` names."""
+    if value is None or isinstance(value, (bool, int, float, str, bytes)):
+        return f"{type(value).__name__} {value!r}"
+    if isinstance(value, tuple):
+        items = [_held(item, within) for item in value]
+        return None if None in items else f"tuple ({', '.join(items)})"  # type: ignore[arg-type]
+    if isinstance(value, types.FunctionType):
+        return _function(value, within)
+    return describe(value)
 
 
 _ADDRESS = re.compile(r" at 0x[0-9a-f]+")
