@@ -10,6 +10,8 @@ import subprocess
 import sys
 from pathlib import Path
 
+from tests import factories
+
 ROOT = Path(__file__).resolve().parents[1]
 TK = [sys.executable, "-m", "tuned_kernels"]
 
@@ -39,3 +41,36 @@ def test_fla_rms_norm_is_captured_then_served_without_benchmarking(tmp_path: Pat
         "predicted": [],
         "graphs": no_graphs,
     }
+
+
+def test_a_hugging_face_llama_compiled_whole_is_served_its_graph_with_nothing_compiled(
+    tmp_path: Path,
+) -> None:
+    """transformers' Llama (pinned in the dev extras), torch.compile'd on the CPU: captured in one folder,
+    served in another with empty caches, its logits the captured run's, its graph loaded (its Dynamo frame,
+    or found in Inductor's cache where torch cannot save the frame) and nothing compiled."""
+    app = ROOT / "tests/corpora/hf_llama_app.py"
+
+    def run(folder: Path, *command: str, **extra: str) -> subprocess.CompletedProcess[str]:
+        folder.mkdir()
+        env = {k: v for k, v in os.environ.items() if not k.startswith(("TUNED_KERNELS", "TORCHINDUCTOR"))}
+        env |= factories.suite_settings() | {"HOME": str(folder), "HF_HUB_OFFLINE": "1", **extra}
+        env |= {
+            "TORCHINDUCTOR_CACHE_DIR": str(folder / "inductor"),
+            "TUNED_KERNELS_CACHE_DIR": str(folder / "o"),
+        }
+        done = subprocess.run(command, env=env, cwd=folder, capture_output=True, text=True, timeout=600)
+        assert done.returncode == 0 and "Traceback" not in done.stderr, done.stderr[-3000:]
+        return done
+
+    bundle = tmp_path / "llama.pb.zst"
+    captured = run(tmp_path / "capture", *TK, "capture", "-o", str(bundle), "--", sys.executable, str(app))
+    assert "FX-graph entr" in captured.stderr, captured.stderr[-2000:]
+    served = run(
+        tmp_path / "served", sys.executable, str(app), TUNED_KERNELS="1", TUNED_KERNELS_PATH=str(bundle)
+    )
+    report = json.loads(served.stdout.split("LLAMA ", 1)[1].splitlines()[0])
+    graphs = report["graphs"]
+    assert report["digest"] == json.loads(captured.stdout.split("LLAMA ", 1)[1].splitlines()[0])["digest"]
+    assert report["fxgraph_misses"] == 0 and report["fxgraph_hits"] + graphs["frames_served"] == 1, report
+    assert graphs["objects_compiled"] == [], graphs
