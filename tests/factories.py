@@ -137,27 +137,45 @@ def capture_sink(path: Path) -> CaptureSink:
     return CaptureSink(path, header, warn)
 
 
+def program_environment(folder: Path) -> dict[str, str]:
+    """This environment without tuned-kernels' and Inductor's settings (the suite's own kept), for a program
+    run with `folder` as its HOME and empty Inductor, Triton and overlay caches of its own there."""
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("TUNED_KERNELS", "TORCHINDUCTOR"))}
+    return (
+        env
+        | suite_settings()
+        | {
+            "HOME": str(folder),
+            "TORCHINDUCTOR_CACHE_DIR": str(folder / "inductor"),
+            "TRITON_CACHE_DIR": str(folder / "triton"),
+            "TUNED_KERNELS_CACHE_DIR": str(folder / "overlay"),
+        }
+    )
+
+
+def site_packages(python: Path) -> Path:
+    """Where `python` (another environment's) installs pure-Python packages."""
+    where = [str(python), "-c", "import sysconfig; print(sysconfig.get_paths()['purelib'])"]
+    return Path(subprocess.run(where, capture_output=True, text=True, check=True, timeout=120).stdout.strip())
+
+
 def environment_with_torch(folder: Path) -> Path:
     """A fresh virtual environment at `folder` (pip and nothing else of its own) that has PyTorch: torch and
     the distributions it requires, linked from this environment's installs (the files `pip install torch`
     writes, without 16 s of unpacking them). Its `bin` folder."""
     import importlib.metadata
-    import re
     import sysconfig
 
     from packaging.requirements import Requirement
+    from packaging.utils import canonicalize_name
 
     subprocess.run([sys.executable, "-m", "venv", str(folder)], check=True, timeout=300)
-    python = folder / "bin" / "python"
-    where = [str(python), "-c", "import sysconfig; print(sysconfig.get_paths()['purelib'])"]
-    there = Path(
-        subprocess.run(where, capture_output=True, text=True, check=True, timeout=120).stdout.strip()
-    )
+    there = site_packages(folder / "bin" / "python")
     here = Path(sysconfig.get_paths()["purelib"])
-    own = {re.sub(r"[-_.]+", "-", d.name.split("-")[0]).lower() for d in there.glob("*.dist-info")}
+    own = {canonicalize_name(d.metadata["Name"]) for d in importlib.metadata.distributions(path=[str(there)])}
     wanted, linked = ["torch"], set()
     while wanted:
-        name = re.sub(r"[-_.]+", "-", wanted.pop()).lower()
+        name = canonicalize_name(wanted.pop())
         if name in linked:
             continue
         linked.add(name)

@@ -4,9 +4,9 @@ Helion's own searches time configs on a GPU (`do_bench`), so on the CPU the prog
 of its own, `WallClockSearch`: Helion's default config and three random ones from the kernel's config space
 whose tiles are at least 16 wide, each run and timed by the wall clock, the fastest kept. (A narrower tile
 runs hundreds of program instances through the interpreter: up to 3 s a config, where a wide one takes
-0.05 s.) Helion wraps it in the autotune cache as it wraps its
-own searches. The program prints one JSON line: each kernel's config, whether its results are right, how
-many searches ran and what `tuned_kernels.stats()` says.
+0.05 s.) Helion wraps it in the autotune cache as it wraps its own searches. The program prints one JSON
+line: each kernel's config, whether its results are right, how many searches ran and what
+`tuned_kernels.stats()` says.
 
     python helion_program.py [--cache NAME]   # NAME: the autotune cache the kernels ask for
 """

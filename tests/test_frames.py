@@ -11,7 +11,6 @@ import dataclasses
 import enum
 import hashlib
 import json
-import os
 import pickle
 import shutil
 import subprocess
@@ -45,11 +44,7 @@ def run_app(folder: Path, *, bundle: Path | None = None, capture: Path | None = 
     script = folder / "frame_app.py"
     if not script.exists():
         shutil.copyfile(APP, script)
-    env = {k: v for k, v in os.environ.items() if not k.startswith(("TUNED_KERNELS", "TORCHINDUCTOR"))}
-    env |= factories.suite_settings()
-    env |= {"HOME": str(folder), "TORCHINDUCTOR_CACHE_DIR": str(folder / "inductor"),
-            "TRITON_CACHE_DIR": str(folder / "triton"), "TUNED_KERNELS_CACHE_DIR": str(folder / "overlay"),
-            **extra}  # fmt: skip
+    env = factories.program_environment(folder) | extra
     if bundle is not None:
         env |= {"TUNED_KERNELS": "1", "TUNED_KERNELS_PATH": str(bundle), "TUNED_KERNELS_VERBOSE": "1"}
     command = [sys.executable, str(script)]

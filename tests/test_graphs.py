@@ -58,11 +58,8 @@ def run_app(
     folder.mkdir(parents=True, exist_ok=True)
     script = folder / ("graph_app.py" if capture else "train_step.py")
     shutil.copyfile(APP, script)
-    env = {k: v for k, v in os.environ.items() if not k.startswith(("TUNED_KERNELS", "TORCHINDUCTOR"))}
-    env |= factories.suite_settings()
-    env |= {"HOME": str(folder), "TORCHINDUCTOR_CACHE_DIR": str(folder / "inductor"),
-            "TRITON_CACHE_DIR": str(folder / "triton"), "TUNED_KERNELS_CACHE_DIR": str(folder / "overlay"),
-            "TUNED_KERNELS_VERBOSE": "1" if verbose else "0", "TUNED_KERNELS_FRAMES": "0", **extra}  # fmt: skip
+    env = factories.program_environment(folder)
+    env |= {"TUNED_KERNELS_VERBOSE": "1" if verbose else "0", "TUNED_KERNELS_FRAMES": "0", **extra}
     if bundle is not None:
         env |= {"TUNED_KERNELS": "1", "TUNED_KERNELS_PATH": str(bundle)}
     command = [sys.executable, str(script)]

@@ -266,10 +266,7 @@ def another_environment(folder: Path) -> str:
     among them). Its Python."""
     subprocess.run([sys.executable, "-m", "venv", "--without-pip", str(folder)], check=True, timeout=120)
     python = folder / "bin" / "python"
-    where = [str(python), "-c", "import sysconfig; print(sysconfig.get_paths()['purelib'])"]
-    there = Path(
-        subprocess.run(where, capture_output=True, text=True, check=True, timeout=120).stdout.strip()
-    )
+    there = factories.site_packages(python)
     for package in Path(sysconfig.get_paths()["purelib"]).iterdir():
         if not (there / package.name).exists():
             (there / package.name).symlink_to(package)

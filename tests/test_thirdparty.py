@@ -53,12 +53,7 @@ def test_a_hugging_face_llama_compiled_whole_is_served_its_graph_with_nothing_co
 
     def run(folder: Path, *command: str, **extra: str) -> subprocess.CompletedProcess[str]:
         folder.mkdir()
-        env = {k: v for k, v in os.environ.items() if not k.startswith(("TUNED_KERNELS", "TORCHINDUCTOR"))}
-        env |= factories.suite_settings() | {"HOME": str(folder), "HF_HUB_OFFLINE": "1", **extra}
-        env |= {
-            "TORCHINDUCTOR_CACHE_DIR": str(folder / "inductor"),
-            "TUNED_KERNELS_CACHE_DIR": str(folder / "o"),
-        }
+        env = factories.program_environment(folder) | {"HF_HUB_OFFLINE": "1", **extra}
         done = subprocess.run(command, env=env, cwd=folder, capture_output=True, text=True, timeout=600)
         assert done.returncode == 0 and "Traceback" not in done.stderr, done.stderr[-3000:]
         return done
