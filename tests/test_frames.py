@@ -110,6 +110,18 @@ def test_a_served_first_call_runs_no_dynamo_trace_and_answers_as_eager(
     assert not [w for w in served.warnings if "not served" in w or "compiled graph from" in w]
 
 
+def test_a_frame_compiled_for_a_dimension_marked_dynamic_serves_another_size_of_it(
+    tmp_path: Path,
+) -> None:
+    """torch's saved guards drop a tensor's dimension marks (`mark_dynamic`), and a tensor marked as the
+    capture's then fails them; put back, frames captured on a marked batch of 4 rows serve one of 7."""
+    bundle = tmp_path / "dynamic.pb.zst"
+    run_app(tmp_path / "program", capture=bundle, FRAME_APP_BATCH="4")
+    served = run_app(tmp_path / "seven", bundle=bundle, FRAME_APP_BATCH="7")
+    assert served.frames == {"traced": 0, "fxgraph_hits": 0, "fxgraph_misses": 0}
+    assert f"torch.compile graphs: {SERVED_WHOLE}; bundle files" in served.stderr
+
+
 def test_with_frames_off_dynamo_traces_and_the_graph_caches_serve(captured: Path, tmp_path: Path) -> None:
     served = run_app(tmp_path / "off", bundle=captured, TUNED_KERNELS_FRAMES="0")
     assert served.frames == {"traced": 2, "fxgraph_hits": 2, "fxgraph_misses": 0}
@@ -284,6 +296,9 @@ def test_a_function_is_described_by_its_name_and_code() -> None:
         frame_file.MAGIC + b'{"module": 1}\n',
         frame_file.MAGIC + json.dumps({"module": "m", "qualname": "f", "code": "c", "settings": "s",
                                        "identities": [], "sources": [["m", -1, 2, "h"]]}).encode() + b"\n",
+        frame_file.MAGIC + json.dumps({"module": "m", "qualname": "f", "code": "c", "settings": "s",
+                                       "identities": [], "sources": [],
+                                       "marks": [["L['x']", "__class__", [0]]]}).encode() + b"\n",
     ],
 )  # fmt: skip
 def test_a_frame_file_that_does_not_read_is_refused_before_anything_is_unpickled(data: bytes) -> None:
@@ -293,7 +308,8 @@ def test_a_frame_file_that_does_not_read_is_refused_before_anything_is_unpickled
 
 def test_a_frame_file_reads_back_as_written() -> None:
     checks = frame_file.FrameChecks("m", "C.f", "c" * 64, "s" * 64, (("G['ACT']", "module torch"),),
-                                    (("m", 3, 5, "h" * 64),))  # fmt: skip
+                                    (("m", 3, 5, "h" * 64),),
+                                    (("L['x']", "_dynamo_dynamic_indices", (0, 2)),))  # fmt: skip
     assert frame_file.read(frame_file.write(checks, b"\x80torch")) == (checks, b"\x80torch")
 
 

@@ -1,7 +1,8 @@
 """A torch.compile program for the CPU whose forward is one whole graph and reads globals Dynamo guards by
 identity: an activation chosen by `FRAME_APP_ACT` (`relu`, the default, or `tanh`) and a helper function
 behind a decorator (a closure over it and an enum member);
-the block alone and two of them in an `nn.Sequential`.
+the block alone and two of them in an `nn.Sequential`, on a batch of 4 rows or, given `FRAME_APP_BATCH`,
+of that many, the batch dimension marked dynamic.
 Checks its output against eager PyTorch, also once `ACT` is rebound to another function, and prints how
 many frames Dynamo traced before that and Inductor's graph look-ups: `FRAMES {...}`."""
 
@@ -50,7 +51,9 @@ class Block(torch.nn.Module):
 
 torch.manual_seed(0)
 block = Block()
-x = torch.randn(4, 16)
+x = torch.randn(int(os.environ.get("FRAME_APP_BATCH", "4")), 16)
+if "FRAME_APP_BATCH" in os.environ:
+    torch._dynamo.mark_dynamic(x, 0)
 compiled = torch.compile(block)
 torch.testing.assert_close(compiled(x), block(x))
 torch.testing.assert_close(compiled(x + 1), block(x + 1))  # called again: Dynamo's cache answers

@@ -54,18 +54,27 @@ def _save(wrapper: Any, frame: Any, folder: Path) -> str | None:
         return "a closure whose cells Dynamo does not give"
     unsaved = set(CheckFunctionManager.UNSUPPORTED_SERIALIZATION_GUARD_TYPES)
     identities: dict[str, str] = {}
-    undescribed: list[str] = []
+    unkept: list[str] = []
+    marks: dict[tuple[str, str], tuple[int, ...]] = {}
 
     def keep(entries: Sequence[Any]) -> list[bool]:
         kept = []
         for entry in entries:
+            # as Dynamo names it (`L['x']`, which a served frame reads again); entry.name drops the `L[...]`
+            source = getattr(getattr(entry, "orig_guard", None), "name", entry.name)
+            if entry.has_value and isinstance(entry.value, torch.Tensor):
+                if hasattr(entry.value, frame_file.UNBACKED):
+                    unkept.append(f"{source} is marked unbacked, whose bounds a frame does not keep")
+                marks.update({(source, a): dims for a, dims in frame_file.marks_of(entry.value)})
             saved = entry.guard_type not in unsaved and not unsaved & set(entry.derived_guard_types)
             if not saved:
                 described = frame_file.describe(entry.value) if entry.has_value else None
                 if described is None:
-                    undescribed.append(f"{entry.name} ({entry.guard_type})")
+                    unkept.append(
+                        f"a guard on the identity of {source} ({entry.guard_type}), which another process cannot check"
+                    )
                 else:
-                    identities[entry.name] = described
+                    identities[source] = described
             kept.append(saved)
         return kept
 
@@ -84,14 +93,15 @@ def _save(wrapper: Any, frame: Any, folder: Path) -> str | None:
             shutil.rmtree(written, ignore_errors=True)
     if (not_the_programs := lookups.why_not_saved()) is not None:
         return not_the_programs
-    if undescribed:
-        return f"a guard on the identity of {undescribed[0]}, which another process cannot check"
+    if unkept:
+        return unkept[0]
     checks = frame_file.FrameChecks(
         module=str(frame.f_globals.get("__name__")),
         qualname=getattr(code, "co_qualname", code.co_name),
         code=frame_file.code_digest(code),
         settings=frames.settings_digest(wrapper),
         identities=tuple(sorted(identities.items())),
+        marks=tuple(sorted((source, attribute, dims) for (source, attribute), dims in marks.items())),
         sources=tuple(
             sorted(
                 (s.module, s.firstlineno, s.lastlineno, s.checksum)

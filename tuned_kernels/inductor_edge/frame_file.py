@@ -9,6 +9,11 @@ and a description of what it found there (`builtin torch._VariableFunctionsClass
 process checks the same source against the same description before it serves the frame, and at every call
 after. Objects this cannot describe keep a frame out of the bundle.
 
+Nor do they keep how the program marked its tensors' dimensions (`torch._dynamo.mark_dynamic`): a saved
+tensor is restored without them, and its guard then refuses every call whose tensor is marked as the
+capture's was. A frame file keeps each tensor's marks by its source (`L['x']`), put back before its guards
+are built.
+
 The file: one line of JSON (these checks), then torch's serialized frame (a pickle: code, served only from
 a bundle trusted with code). Pure: bytes and live objects in, text out.
 """
@@ -38,6 +43,7 @@ class FrameChecks:
     sources: tuple[
         tuple[str, int, int, str], ...
     ]  # each inlined function: (module, first, last line, sha256)
+    marks: tuple[tuple[str, str, tuple[int, ...]], ...] = ()  # (a tensor's source, a MARKS attribute, dims)
 
     @property
     def name(self) -> str:
@@ -53,6 +59,7 @@ def write(checks: FrameChecks, compiled: bytes) -> bytes:
             "settings": checks.settings,
             "identities": [list(i) for i in checks.identities],
             "sources": [list(s) for s in checks.sources],
+            "marks": [[source, attribute, list(dims)] for source, attribute, dims in checks.marks],
         },
         sort_keys=True,
     ).encode()
@@ -75,6 +82,7 @@ def read(data: bytes) -> tuple[FrameChecks, bytes]:
             settings=_text(raw["settings"]),
             identities=tuple((_text(s), _text(d)) for s, d in raw["identities"]),
             sources=tuple((_text(m), _line(a), _line(b), _text(h)) for m, a, b, h in raw["sources"]),
+            marks=tuple(_mark(s, a, dims) for s, a, dims in raw.get("marks", [])),
         )
     except (KeyError, TypeError, ValueError) as exc:
         raise ValueError(f"its checks do not read: {exc}") from None
@@ -85,6 +93,30 @@ def _text(value: object) -> str:
     if not isinstance(value, str) or len(value) > 4096:
         raise ValueError("a field is not text")
     return value
+
+
+def _mark(source: object, attribute: object, dims: object) -> tuple[str, str, tuple[int, ...]]:
+    if attribute not in MARKS or not isinstance(dims, list) or len(dims) > 64:
+        raise ValueError("a dimension mark is not one")
+    return _text(source), str(attribute), tuple(_line(d) for d in dims)
+
+
+# how a program marks a tensor's dimensions (torch._dynamo.mark_dynamic, maybe_mark_dynamic, mark_static),
+# each a set of dimensions, which Dynamo's guard on the tensor compares with a call's
+MARKS = (
+    "_dynamo_dynamic_indices",
+    "_dynamo_weak_dynamic_indices",
+    "_dynamo_static_indices",
+)
+# marked unbacked: with bounds and shape ids, which a frame does not keep (such a frame is not saved)
+UNBACKED = "_dynamo_unbacked_indices"
+
+
+def marks_of(value: Any) -> tuple[tuple[str, tuple[int, ...]], ...]:
+    """A tensor's dimension marks, each (attribute, dimensions)."""
+    return tuple(
+        (a, tuple(sorted(getattr(value, a)))) for a in MARKS if isinstance(getattr(value, a, None), set)
+    )
 
 
 def _line(value: object) -> int:

@@ -197,7 +197,10 @@ def _load(offered: Offered, wrapper: Any, frame: Any) -> tuple[Any, str]:
         modules = modules_named(frame.f_code, getattr(frame, "closure", None), frame.f_globals)
         artifacts = _artifacts(compiled, modules)
         artifacts.check_compatibility()
-        offered.loaded = (checks, artifacts, load_guards_state(artifacts.guards_state))
+        guards = load_guards_state(artifacts.guards_state)
+        if not _marked(guards.output_graph, checks.marks):
+            return None, "damaged (a dimension mark names no tensor of its guards)"
+        offered.loaded = (checks, artifacts, guards)
     checks, artifacts, guards = offered.loaded
     _install_globals(artifacts, guards, frame.f_globals)
     why = _identities_differ(checks, frame.f_locals, frame.f_globals)
@@ -214,6 +217,21 @@ def _load(offered: Offered, wrapper: Any, frame: Any) -> tuple[Any, str]:
         artifacts.runtime_env.bytecode, guard_manager, CompileId(frame_id=0, frame_compile_id=0)
     )
     return wrap_guarded_code(guarded), ""
+
+
+def _marked(scopes: Any, marks: Sequence[tuple[str, str, tuple[int, ...]]]) -> bool:
+    """Puts back on the frame's saved tensors the dimension marks the capture's had (torch's saved guards
+    drop them: a tensor marked as the capture's would then fail its guard); False where a mark's source
+    names no tensor."""
+    import torch
+
+    for source, attribute, dims in marks:
+        tensor = _reader(source)(scopes.local_scope, scopes.global_scope)
+        if not isinstance(tensor, torch.Tensor):
+            return False
+        setattr(tensor, attribute, set(dims))
+        tensor._has_dynamo_dim_marking = True  # type: ignore[attr-defined]
+    return True
 
 
 def _as_dynamos_own(bytecode: types.CodeType, code: types.CodeType) -> None:
