@@ -254,6 +254,21 @@ class Sampler:
             f.writelines(f"{stack} {count}\n" for stack, count in self.stacks.most_common())
 
 
+ROUTED = {"moe"}  # a token's top-2 experts: a near tie can go either way between compiled and eager bf16
+ROUTED_ROWS_OFF = 0.01  # the share of tokens whose output may differ so
+
+
+def as_eager(name: str, out: torch.Tensor, expected: torch.Tensor) -> None:
+    """The compiled output is eager PyTorch's, within bf16/fp16 tolerance; for a routed model, on every
+    token but the few (at most 1 %) that a near tie between two experts sent elsewhere."""
+    if name not in ROUTED:
+        torch.testing.assert_close(out, expected, atol=5e-2, rtol=5e-2)
+        return
+    off = ~torch.isclose(out.float(), expected.float(), atol=5e-2, rtol=5e-2)
+    rows = int(off.flatten(0, -2).any(-1).sum())
+    assert rows <= ROUTED_ROWS_OFF * out.flatten(0, -2).shape[0], f"{rows} tokens differ from eager"
+
+
 def step(compiled: nn.Module, x: torch.Tensor, train: bool) -> torch.Tensor:
     out: torch.Tensor = compiled(x)
     if train:
@@ -342,7 +357,7 @@ def main() -> None:
             torch.testing.assert_close(grad, weight.grad, atol=5e-2, rtol=5e-2)
         else:
             expected = net(x)
-        torch.testing.assert_close(out, expected, atol=5e-2, rtol=5e-2)
+        as_eager(name, out, expected)
         for _ in range(10):
             step(compiled, x, train)
         step_ms = statistics.median(timed_steps(compiled, x, train) for _ in range(STEP_BLOCKS))
