@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import dataclasses
 import enum
+import functools
 import hashlib
 import json
 import pickle
@@ -23,7 +24,7 @@ import pytest
 
 from tests import factories
 from tuned_kernels import model
-from tuned_kernels.inductor_edge import frame_file, graphs
+from tuned_kernels.inductor_edge import frame_file, frames, graphs
 from tuned_kernels.results import read_results, write_results
 
 APP = Path(__file__).parent / "corpora" / "frame_app.py"
@@ -333,3 +334,36 @@ def test_a_frame_is_saved_only_where_each_forward_graph_is_the_one_the_program_c
     from tuned_kernels.inductor_edge.frame_compile import Lookups
 
     assert (Lookups(forward, backward).why_not_saved() is None) == saved
+
+
+def _passed_through(fn: Callable[[int], int]) -> Callable[[int], int]:
+    @functools.wraps(fn)
+    def wrapper(y: int) -> int:
+        return fn(y)
+
+    return wrapper
+
+
+@_passed_through
+def _behind_a_decorator(y: int) -> int:
+    return y
+
+
+def _calling(fn: Callable[[int], int]) -> Callable[[int], int]:
+    def calls(y: int) -> int:  # no functools.wraps: named `_calling.<locals>.calls`
+        return fn(y)
+
+    return calls
+
+
+def test_what_a_frame_holds_that_torchs_pickle_cannot_name_is_given_by_where_it_is_held() -> None:
+    """torch's pickle names a function by its module and name; a decorator's inner function's name finds
+    its wrapper instead (`functools.wraps`). Held in the traced wrapper's own cells or in those of a
+    function nested in its globals, it is held outside the frame by where it is, as a module is."""
+    import torch
+
+    inner, layer = _behind_a_decorator.__wrapped__, torch.nn.Linear(1, 1)  # type: ignore[attr-defined]
+    wrapper = _behind_a_decorator
+    in_globals = {"g": _calling(inner), "layer": layer, "named": _frames, "wrapper": wrapper, "n": 1}
+    held = frames.external_objects(wrapper.__code__, wrapper.__closure__, in_globals)
+    assert held == {"cell fn": inner, "global g/cell fn": inner, "global layer": layer}

@@ -93,6 +93,8 @@ def _save(wrapper: Any, frame: Any, folder: Path) -> str | None:
             shutil.rmtree(written, ignore_errors=True)
     if (not_the_programs := lookups.why_not_saved()) is not None:
         return not_the_programs
+    if (unsaved_global := _globals_as_imports(compiled, frame.f_globals)) is not None:
+        return unsaved_global
     if unkept:
         return unkept[0]
     checks = frame_file.FrameChecks(
@@ -109,14 +111,33 @@ def _save(wrapper: Any, frame: Any, folder: Path) -> str | None:
             )
         ),
     )
-    modules = frames.modules_named(code, closure, frame.f_globals)
-    saved = _slimmed(AOTCompiledFunction.serialize(compiled, modules).serialized_data, modules)
+    held = frames.external_objects(code, closure, frame.f_globals)
+    saved = _slimmed(AOTCompiledFunction.serialize(compiled, held).serialized_data, held)
     data = frame_file.write(checks, saved)
     place_new_file(folder / f"{hashlib.sha256(data).hexdigest()}{frame_file.SUFFIX}", data)
     return None
 
 
-def _slimmed(saved: bytes, modules: dict[str, Any]) -> bytes:
+def _globals_as_imports(compiled: Any, f_globals: Any) -> str | None:
+    """The globals Dynamo installed for the frame's code that torch's saved frame does not hold: a module
+    (`___module_collections_…`, named by its id in this process) is saved as one of its imports, as torch
+    saves its own; any other keeps the frame out (why). The program's own globals are the served
+    function's."""
+    artifacts = compiled._artifacts
+    env = artifacts.runtime_env
+    imports = dict(env.import_sources)
+    for name in frames.unheld_globals(artifacts, {**imports, **env.used_globals}):
+        value = f_globals.get(name)
+        if isinstance(value, types.ModuleType):
+            imports[name] = value.__name__
+        elif name.startswith("___") or name not in f_globals:
+            return f"its code names {name}, which torch's saved frame does not hold"
+    runtime_env = dataclasses.replace(env, import_sources=imports)
+    compiled._artifacts = dataclasses.replace(artifacts, runtime_env=runtime_env)
+    return None
+
+
+def _slimmed(saved: bytes, held: dict[str, Any]) -> bytes:
     """torch's saved frame without what serving does not need: the text of every module a function the
     trace inlined is in (torch keeps it whole; the frame's checks hold each function's digest), the compiled
     Triton kernels its graphs do not launch (graphs.keep_launched) and the text of their cache keys. Read
@@ -127,7 +148,7 @@ def _slimmed(saved: bytes, modules: dict[str, Any]) -> bytes:
     from torch._dynamo import aot_compile
 
     try:
-        state = aot_compile.AOTCompileUnpickler(modules, io.BytesIO(saved)).load()
+        state = aot_compile.AOTCompileUnpickler(held, io.BytesIO(saved)).load()
         sources = state["source_info"]
         sources.inlined_sources = {dataclasses.replace(s, content="") for s in sources.inlined_sources}
         deserialize, inner = state["compiled_fn"]
@@ -140,7 +161,7 @@ def _slimmed(saved: bytes, modules: dict[str, Any]) -> bytes:
                 result._fx_graph_cache_debug_lines = None  # type: ignore[union-attr]
         state["compiled_fn"] = (deserialize, pickle.dumps(bundled))
         out = io.BytesIO()
-        pickler = aot_compile.AOTCompilePickler(modules, out)
+        pickler = aot_compile.AOTCompilePickler(held, out)
         pickler.dump(state)
         return saved if getattr(pickler, "errors", None) else out.getvalue()
     except Exception:  # another torch's layout: shipped whole

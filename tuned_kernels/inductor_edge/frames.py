@@ -14,11 +14,13 @@ fails, and Dynamo traces as it would without the bundle (the graph caches serve 
 
 from __future__ import annotations
 
+import ast
 import builtins
 import contextlib
 import dataclasses
 import hashlib
 import io
+import re
 import sys
 import types
 from collections.abc import Callable, Sequence
@@ -194,8 +196,8 @@ def _load(offered: Offered, wrapper: Any, frame: Any) -> tuple[Any, str]:
             return None, why
         from torch._dynamo.package import load_guards_state
 
-        modules = modules_named(frame.f_code, getattr(frame, "closure", None), frame.f_globals)
-        artifacts = _artifacts(compiled, modules)
+        held = external_objects(frame.f_code, getattr(frame, "closure", None), frame.f_globals)
+        artifacts = _artifacts(compiled, held)
         artifacts.check_compatibility()
         guards = load_guards_state(artifacts.guards_state)
         if not _marked(guards.output_graph, checks.marks):
@@ -203,9 +205,13 @@ def _load(offered: Offered, wrapper: Any, frame: Any) -> tuple[Any, str]:
         offered.loaded = (checks, artifacts, guards)
     checks, artifacts, guards = offered.loaded
     _install_globals(artifacts, guards, frame.f_globals)
+    unheld = next(iter(unheld_globals(artifacts, frame.f_globals)), None)
+    if unheld is not None:
+        return None, f"its code names {unheld}, which nothing here holds"
     why = _identities_differ(checks, frame.f_locals, frame.f_globals)
     if why is not None:
         return None, why
+    _fill_checked(guards.output_graph, checks, frame.f_locals, frame.f_globals)
     guard_manager = _guard_manager(artifacts, guards, checks, frame)
     if not guard_manager.check(frame.f_locals):
         return None, f"{GUARDS} for this call"
@@ -232,6 +238,27 @@ def _marked(scopes: Any, marks: Sequence[tuple[str, str, tuple[int, ...]]]) -> b
         setattr(tensor, attribute, set(dims))
         tensor._has_dynamo_dim_marking = True  # type: ignore[attr-defined]
     return True
+
+
+_TOP_LEVEL = re.compile(r"""([LG])\[('[^'\\]*'|"[^"\\]*")\]""")
+
+
+def _fill_checked(scopes: Any, checks: frame_file.FrameChecks, f_locals: Any, f_globals: Any) -> None:
+    """torch's saved guards keep no object its pickle could not name (a decorator's inner function, which
+    its module names by its wrapper: a `_Missing` in their place), and a guard on its attributes (`L['func']
+    .__name__`) then cannot be built. Where tuned-kernels checks such an object's identity itself (a local
+    or global the frame guarded), the served function's own takes its place: the check holds it to be what
+    the capture's was."""
+    for source, _ in checks.identities:
+        found = _TOP_LEVEL.fullmatch(source)
+        if found is None:
+            continue
+        scope, served = (
+            (scopes.local_scope, f_locals) if found[1] == "L" else (scopes.global_scope, f_globals)
+        )
+        name = ast.literal_eval(found[2])
+        if type(scope.get(name)).__name__ == "_Missing" and name in served:
+            scope[name] = served[name]
 
 
 def _as_dynamos_own(bytecode: types.CodeType, code: types.CodeType) -> None:
@@ -324,6 +351,27 @@ def _install_globals(artifacts: Any, guards: Any, scope: Any) -> None:
         scope[builtins_name] = get_builtins_dict(scope)
 
 
+def global_names(code: types.CodeType) -> set[str]:
+    """The globals a code object (and the code objects it holds) loads by name."""
+    import dis
+
+    names = {i.argval for i in dis.get_instructions(code) if i.opname in ("LOAD_GLOBAL", "LOAD_NAME")}
+    for constant in code.co_consts:
+        if isinstance(constant, types.CodeType):
+            names |= global_names(constant)
+    return names
+
+
+def unheld_globals(artifacts: Any, scope: Any) -> list[str]:
+    """The globals a saved frame's code loads that neither `scope` nor the builtins hold (its compiled graph
+    aside, which is installed with its guards), in order."""
+    return sorted(
+        name
+        for name in global_names(artifacts.runtime_env.bytecode)
+        if name not in scope and not hasattr(builtins, name) and name != artifacts.backend_id
+    )
+
+
 def _identity_guard(source: str, expected: str, f_globals: Any) -> Callable[[Any], bool]:
     known: dict[int, tuple[Any, bool]] = {}  # by id, holding the object: an id is not reused meanwhile
     read = _reader(source)
@@ -340,16 +388,44 @@ def _identity_guard(source: str, expected: str, f_globals: Any) -> Callable[[Any
     return holds
 
 
-def modules_named(code: types.CodeType, closure: Any, f_globals: Any) -> dict[str, Any]:
-    """The modules a frame's closure and globals hold (`wrap_inline`'s for a torch.compile'd `nn.Sequential`,
-    a global layer a function calls): torch saves no module, so a frame names each and is given the one
-    this function holds when it loads."""
+def external_objects(code: types.CodeType, closure: Any, f_globals: Any) -> dict[str, Any]:
+    """What a frame's closure and globals hold that torch's pickle of it cannot save, by where it is held:
+    modules (`wrap_inline`'s for a torch.compile'd `nn.Sequential`, a global layer a function calls) and
+    functions their module does not name as they are (a decorator's inner function: `functools.wraps`
+    gives the wrapper its name, so the name finds the wrapper), also through the cells of nested functions
+    (decorators' wrappers). A frame names each and is given the one this function holds there when it
+    loads."""
+    held: dict[str, Any] = {}
+    for name, cell in zip(code.co_freevars, closure or (), strict=False):
+        _external(f"cell {name}", _contents(cell), held, set())
+    for name, value in dict(f_globals).items():
+        _external(f"global {name}", value, held, set())
+    return held
+
+
+MAX_WRAPPERS = 8  # nested functions walked through, cell within cell
+
+
+def _external(where: str, value: Any, held: dict[str, Any], seen: set[int]) -> None:
     import torch
 
-    cells = zip(code.co_freevars, closure or (), strict=False)
-    named = {f"cell {name}": _contents(c) for name, c in cells}
-    named |= {f"global {name}": value for name, value in dict(f_globals).items()}
-    return {name: value for name, value in named.items() if isinstance(value, torch.nn.Module)}
+    if isinstance(value, torch.nn.Module):
+        held[where] = value
+    elif not isinstance(value, types.FunctionType) or id(value) in seen or len(seen) >= MAX_WRAPPERS:
+        return
+    elif "<locals>" in value.__qualname__:  # pickled with its closure: what its cells hold, in turn
+        for name, cell in zip(value.__code__.co_freevars, value.__closure__ or (), strict=False):
+            _external(f"{where}/cell {name}", _contents(cell), held, seen | {id(value)})
+    elif not _named_as_it_is(value):
+        held[where] = value
+
+
+def _named_as_it_is(function: types.FunctionType) -> bool:
+    """Whether `module.qualname` finds this very function (as pickle looks it up)."""
+    found: Any = sys.modules.get(function.__module__)
+    for part in function.__qualname__.split("."):
+        found = getattr(found, part, None)
+    return found is function
 
 
 def _contents(cell: Any) -> Any:
@@ -359,14 +435,14 @@ def _contents(cell: Any) -> Any:
         return None
 
 
-def _artifacts(compiled: bytes, modules: dict[str, Any]) -> Any:
+def _artifacts(compiled: bytes, held: dict[str, Any]) -> Any:
     """torch's saved frame, loaded as `AOTCompiledFunction.deserialize` loads it, without building its
     guards against a copy of the globals (they are built against the function's own)."""
     import torch
     from torch._dynamo import aot_compile
     from torch._dynamo.package import SerializedCode
 
-    state = aot_compile.AOTCompileUnpickler(modules, io.BytesIO(compiled)).load()
+    state = aot_compile.AOTCompileUnpickler(held, io.BytesIO(compiled)).load()
     env = state["runtime_env"]
     state["runtime_env"] = dataclasses.replace(env, bytecode=SerializedCode.to_code_object(env.bytecode))
     deserialize, saved = state["compiled_fn"]
