@@ -367,3 +367,22 @@ def test_what_a_frame_holds_that_torchs_pickle_cannot_name_is_given_by_where_it_
     in_globals = {"g": _calling(inner), "layer": layer, "named": _frames, "wrapper": wrapper, "n": 1}
     held = frames.external_objects(wrapper.__code__, wrapper.__closure__, in_globals)
     assert held == {"cell fn": inner, "global g/cell fn": inner, "global layer": layer}
+
+
+def test_dimension_marks_are_put_back_on_the_tensors_their_sources_name_and_refused_where_none() -> None:
+    import torch
+
+    scopes = types.SimpleNamespace(local_scope={"x": torch.zeros(2, 3)}, global_scope={})
+    assert frames._marked(scopes, [("L['x']", "_dynamo_dynamic_indices", (0,))])
+    assert scopes.local_scope["x"]._dynamo_dynamic_indices == {0}
+    assert not frames._marked(scopes, [("L['y']", "_dynamo_dynamic_indices", (0,))])
+
+
+def test_a_saved_frames_code_that_names_a_global_nothing_here_holds_is_found_before_it_runs() -> None:
+    def uses() -> object:
+        return (___installed_by_dynamo, len, held_here)  # type: ignore[name-defined]  # noqa: F821
+
+    artifacts = types.SimpleNamespace(
+        runtime_env=types.SimpleNamespace(bytecode=uses.__code__), backend_id="b"
+    )
+    assert frames.unheld_globals(artifacts, {"held_here": 1}) == ["___installed_by_dynamo"]
