@@ -123,6 +123,34 @@ def test_a_frame_compiled_for_a_dimension_marked_dynamic_serves_another_size_of_
     assert f"torch.compile graphs: {SERVED_WHOLE}; bundle files" in served.stderr
 
 
+def test_a_value_guarded_under_a_function_torchs_saved_guards_cannot_hold_is_checked_as_captured(
+    tmp_path: Path,
+) -> None:
+    """A forward behind a `functools.wraps` decorator whose wrapper reads an attribute of the function it
+    wraps: torch's saved guards hold that function as missing, so the guard on the attribute is built from
+    the served function's own and would hold whatever it is; tuned-kernels checks the captured value. The
+    frame is loaded where the attribute is as captured, and traced, answering as eager, where it is not."""
+    app = Path(__file__).parent / "corpora" / "wrapped_forward_app.py"
+
+    def run(folder: Path, *command: str, **extra: str) -> subprocess.CompletedProcess[str]:
+        folder.mkdir()
+        env = factories.program_environment(folder) | extra
+        done = subprocess.run(command, env=env, cwd=folder, capture_output=True, text=True, timeout=300)
+        assert done.returncode == 0 and "Traceback" not in done.stderr, done.stderr[-3000:]
+        return done
+
+    bundle = tmp_path / "wrapped.pb.zst"
+    captured = run(tmp_path / "capture", sys.executable, "-m", "tuned_kernels", "capture", "-o", str(bundle),
+                   "--", sys.executable, str(app))  # fmt: skip
+    assert "1 Dynamo frame, " in captured.stderr, captured.stderr[-2000:]
+    serving = {"TUNED_KERNELS": "1", "TUNED_KERNELS_PATH": str(bundle), "TUNED_KERNELS_VERBOSE": "1"}
+    same = run(tmp_path / "same", sys.executable, str(app), **serving)
+    assert '"traced": 0' in same.stdout and "1 loaded with their Dynamo frames" in same.stderr
+    changed = run(tmp_path / "changed", sys.executable, str(app), WRAPPED_APP_SCALE="3", **serving)
+    assert '"traced": 1' in changed.stdout
+    assert "(the first: L['func'].scale is not float 2.0)" in changed.stderr, changed.stderr[-2000:]
+
+
 def test_with_frames_off_dynamo_traces_and_the_graph_caches_serve(captured: Path, tmp_path: Path) -> None:
     served = run_app(tmp_path / "off", bundle=captured, TUNED_KERNELS_FRAMES="0")
     assert served.frames == {"traced": 2, "fxgraph_hits": 2, "fxgraph_misses": 0}

@@ -10,7 +10,9 @@ import contextlib
 import dataclasses
 import hashlib
 import io
+import re
 import shutil
+import sys
 import types
 from collections.abc import Sequence
 from pathlib import Path
@@ -52,32 +54,7 @@ def _save(wrapper: Any, frame: Any, folder: Path) -> str | None:
     closure = getattr(frame, "closure", None) if code.co_freevars else None
     if code.co_freevars and not closure:
         return "a closure whose cells Dynamo does not give"
-    unsaved = set(CheckFunctionManager.UNSUPPORTED_SERIALIZATION_GUARD_TYPES)
-    identities: dict[str, str] = {}
-    unkept: list[str] = []
-    marks: dict[tuple[str, str], tuple[int, ...]] = {}
-
-    def keep(entries: Sequence[Any]) -> list[bool]:
-        kept = []
-        for entry in entries:
-            # as Dynamo names it (`L['x']`, which a served frame reads again); entry.name drops the `L[...]`
-            source = getattr(getattr(entry, "orig_guard", None), "name", entry.name)
-            if entry.has_value and isinstance(entry.value, torch.Tensor):
-                if hasattr(entry.value, frame_file.UNBACKED):
-                    unkept.append(f"{source} is marked unbacked, whose bounds a frame does not keep")
-                marks.update({(source, a): dims for a, dims in frame_file.marks_of(entry.value)})
-            saved = entry.guard_type not in unsaved and not unsaved & set(entry.derived_guard_types)
-            if not saved:
-                described = frame_file.describe(entry.value) if entry.has_value else None
-                if described is None:
-                    unkept.append(
-                        f"a guard on the identity of {source} ({entry.guard_type}), which another process cannot check"
-                    )
-                else:
-                    identities[source] = described
-            kept.append(saved)
-        return kept
-
+    guards = _Guards(set(CheckFunctionManager.UNSUPPORTED_SERIALIZATION_GUARD_TYPES), frame)
     fn = types.FunctionType(code, frame.f_globals, code.co_name, None, closure)
     entries = folder.parent / "aotautograd"
     before = set(entries.iterdir()) if entries.is_dir() else set()
@@ -86,7 +63,10 @@ def _save(wrapper: Any, frame: Any, folder: Path) -> str | None:
             if lookups is None:
                 return "this torch's compile of it cannot be read through Inductor's cache"
             compiled = aot_compile_fullgraph(
-                fn, _arguments(code, frame.f_locals), hooks=Hooks(guard_filter_fn=keep), backend=backend
+                fn,
+                _arguments(code, frame.f_locals),
+                hooks=Hooks(guard_filter_fn=guards.keep),
+                backend=backend,
             )
     finally:  # the entry this compile wrote as well (its graph again, bundled in): not the program's own
         for written in (set(entries.iterdir()) if entries.is_dir() else set()) - before:
@@ -95,15 +75,15 @@ def _save(wrapper: Any, frame: Any, folder: Path) -> str | None:
         return not_the_programs
     if (unsaved_global := _globals_as_imports(compiled, frame.f_globals)) is not None:
         return unsaved_global
-    if unkept:
-        return unkept[0]
+    if guards.unkept:
+        return guards.unkept[0]
     checks = frame_file.FrameChecks(
         module=str(frame.f_globals.get("__name__")),
         qualname=getattr(code, "co_qualname", code.co_name),
         code=frame_file.code_digest(code),
         settings=frames.settings_digest(wrapper),
-        identities=tuple(sorted(identities.items())),
-        marks=tuple(sorted((source, attribute, dims) for (source, attribute), dims in marks.items())),
+        identities=tuple(sorted(guards.identities.items())),
+        marks=tuple(sorted((source, attribute, dims) for (source, attribute), dims in guards.marks.items())),
         sources=tuple(
             sorted(
                 (s.module, s.firstlineno, s.lastlineno, s.checksum)
@@ -118,6 +98,53 @@ def _save(wrapper: Any, frame: Any, folder: Path) -> str | None:
     return None
 
 
+_ROOT = re.compile(r"""[LG]\[(?:'[^'\\]*'|"[^"\\]*")\]""")  # a frame's local or global, as Dynamo names it
+
+
+class _Guards:
+    """Which of Dynamo's guards on a frame torch saves (`keep`, its guard filter), and what tuned-kernels
+    keeps of the others: a description of each object guarded by identity, each tensor's dimension marks,
+    and the value of each guard under an object torch's saved guards cannot hold (a decorator's inner
+    function: its guards are then built from the served function's own, and would hold whatever its
+    attributes are); why a guard can be kept neither way (`unkept`)."""
+
+    def __init__(self, unsaved: set[str], frame: Any) -> None:
+        self.unsaved, self.frame = unsaved, frame
+        self.identities: dict[str, str] = {}
+        self.marks: dict[tuple[str, str], tuple[int, ...]] = {}
+        self.unkept: list[str] = []
+
+    def keep(self, entries: Sequence[Any]) -> list[bool]:
+        return [self._kept(entry) for entry in entries]
+
+    def _kept(self, entry: Any) -> bool:
+        import torch
+
+        # as Dynamo names it (`L['x']`, which a served frame reads again); entry.name drops the `L[...]`
+        source = getattr(getattr(entry, "orig_guard", None), "name", entry.name)
+        if entry.has_value and isinstance(entry.value, torch.Tensor):
+            if any(hasattr(entry.value, a) for a in frame_file.UNBACKED):
+                self.unkept.append(f"{source} is marked unbacked, whose bounds a frame does not keep")
+            self.marks.update({(source, a): dims for a, dims in frame_file.marks_of(entry.value)})
+        saved = entry.guard_type not in self.unsaved and not self.unsaved & set(entry.derived_guard_types)
+        root = _ROOT.match(source)
+        under_missing = root is not None and root[0] != source and self._missing_in_saved_guards(root[0])
+        if not saved or under_missing:
+            described = frame_file.described(entry.value) if entry.has_value else None
+            if described is None:
+                what = "the identity of" if not saved else "the value of"
+                self.unkept.append(
+                    f"a guard on {what} {source} ({entry.guard_type}), which another process cannot check"
+                )
+            else:
+                self.identities[source] = described
+        return saved
+
+    def _missing_in_saved_guards(self, root: str) -> bool:
+        value = frames.read_source(root, self.frame.f_locals, self.frame.f_globals)
+        return frames.pickled_as_missing(value)
+
+
 def _globals_as_imports(compiled: Any, f_globals: Any) -> str | None:
     """The globals Dynamo installed for the frame's code that torch's saved frame does not hold: a module
     (`___module_collections_…`, named by its id in this process) is saved as one of its imports, as torch
@@ -128,13 +155,21 @@ def _globals_as_imports(compiled: Any, f_globals: Any) -> str | None:
     imports = dict(env.import_sources)
     for name in frames.unheld_globals(artifacts, {**imports, **env.used_globals}):
         value = f_globals.get(name)
-        if isinstance(value, types.ModuleType):
+        if isinstance(value, types.ModuleType) and sys.modules.get(value.__name__) is value:
             imports[name] = value.__name__
-        elif name.startswith("___") or name not in f_globals:
+        elif _installed_by_dynamo(name) or name not in f_globals:
             return f"its code names {name}, which torch's saved frame does not hold"
     runtime_env = dataclasses.replace(env, import_sources=imports)
     compiled._artifacts = dataclasses.replace(artifacts, runtime_env=runtime_env)
     return None
+
+
+def _installed_by_dynamo(name: str) -> bool:
+    """A global Dynamo put in the function's globals for its code (`___module_…`, `__subclass_…_3`), not
+    the program's own; the builtins it names `__builtins_dict___N` a served frame installs again."""
+    return name.startswith("___") or (
+        name.startswith("__") and not name.endswith("__") and not name.startswith("__builtins_dict__")
+    )
 
 
 def _slimmed(saved: bytes, held: dict[str, Any]) -> bytes:

@@ -109,7 +109,7 @@ MARKS = (
     "_dynamo_static_indices",
 )
 # marked unbacked: with bounds and shape ids, which a frame does not keep (such a frame is not saved)
-UNBACKED = "_dynamo_unbacked_indices"
+UNBACKED = ("_dynamo_unbacked_indices", "_dynamo_strict_unbacked_indices")
 
 
 def marks_of(value: Any) -> tuple[tuple[str, tuple[int, ...]], ...]:
@@ -178,6 +178,13 @@ def describe(value: Any) -> str | None:
         owner = value.__objclass__
         return f"descriptor {owner.__module__}.{owner.__qualname__}.{value.__name__}"
     return None
+
+
+def described(value: Any) -> str | None:
+    """`describe`, and a constant (a number, text, a tuple of them) by its type and value: what a guard on
+    a value checks."""
+    said = describe(value)
+    return said if said is not None else _held(value, ())
 
 
 MAX_CLOSURE_DEPTH = 8  # decorators wrapping decorators: a closure nested deeper is not described

@@ -291,7 +291,7 @@ def _differs(checks: frame_file.FrameChecks, wrapper: Any, frame: Any) -> str | 
 
 def _identities_differ(checks: frame_file.FrameChecks, f_locals: Any, f_globals: Any) -> str | None:
     for source, expected in checks.identities:
-        if frame_file.describe(_reader(source)(f_locals, f_globals)) != expected:
+        if frame_file.described(_reader(source)(f_locals, f_globals)) != expected:
             return f"{source} is not {expected}"
     return None
 
@@ -382,7 +382,7 @@ def _identity_guard(source: str, expected: str, f_globals: Any) -> Callable[[Any
         if seen is None or seen[0] is not value:
             if len(known) > 64:
                 known.clear()
-            seen = known[id(value)] = (value, frame_file.describe(value) == expected)
+            seen = known[id(value)] = (value, frame_file.described(value) == expected)
         return seen[1]
 
     return holds
@@ -418,6 +418,20 @@ def _external(where: str, value: Any, held: dict[str, Any], seen: set[int]) -> N
             _external(f"{where}/cell {name}", _contents(cell), held, seen | {id(value)})
     elif not _named_as_it_is(value):
         held[where] = value
+
+
+def pickled_as_missing(value: Any) -> bool:
+    """Whether torch's saved guards hold `value` as missing (a function its module names otherwise)."""
+    return (
+        isinstance(value, types.FunctionType)
+        and "<locals>" not in value.__qualname__
+        and not (_named_as_it_is(value))
+    )
+
+
+def read_source(source: str, f_locals: Any, f_globals: Any) -> Any:
+    """What Dynamo's name for a guarded source finds in a frame (a sentinel where it finds nothing)."""
+    return _reader(source)(f_locals, f_globals)
 
 
 def _named_as_it_is(function: types.FunctionType) -> bool:
