@@ -113,6 +113,7 @@ class _Guards:
         self.identities: dict[str, str] = {}
         self.marks: dict[tuple[str, str], tuple[int, ...]] = {}
         self.unkept: list[str] = []
+        self.missing: dict[str, bool] = {}  # by a local or global's source: torch's saved guards lack it
 
     def keep(self, entries: Sequence[Any]) -> list[bool]:
         return [self._kept(entry) for entry in entries]
@@ -127,8 +128,8 @@ class _Guards:
                 self.unkept.append(f"{source} is marked unbacked, whose bounds a frame does not keep")
             self.marks.update({(source, a): dims for a, dims in frame_file.marks_of(entry.value)})
         saved = entry.guard_type not in self.unsaved and not self.unsaved & set(entry.derived_guard_types)
-        root = _ROOT.match(source)
-        under_missing = root is not None and root[0] != source and self._missing_in_saved_guards(root[0])
+        # anywhere in it: `L['func'].scale`, also `___odict_getitem(L['func'].table, 'k')`
+        under_missing = any(r != source and self._missing_in_saved_guards(r) for r in _ROOT.findall(source))
         if not saved or under_missing:
             described = frame_file.described(entry.value) if entry.has_value else None
             if described is None:
@@ -141,8 +142,10 @@ class _Guards:
         return saved
 
     def _missing_in_saved_guards(self, root: str) -> bool:
-        value = frames.read_source(root, self.frame.f_locals, self.frame.f_globals)
-        return frames.pickled_as_missing(value)
+        if root not in self.missing:
+            value = frames.read_source(root, self.frame.f_locals, self.frame.f_globals)
+            self.missing[root] = frames.pickled_as_missing(value)
+        return self.missing[root]
 
 
 def _globals_as_imports(compiled: Any, f_globals: Any) -> str | None:
