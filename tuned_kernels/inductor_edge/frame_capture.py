@@ -10,7 +10,6 @@ import contextlib
 import dataclasses
 import hashlib
 import io
-import re
 import shutil
 import sys
 import types
@@ -98,9 +97,6 @@ def _save(wrapper: Any, frame: Any, folder: Path) -> str | None:
     return None
 
 
-_ROOT = re.compile(r"""[LG]\[(?:'[^'\\]*'|"[^"\\]*")\]""")  # a frame's local or global, as Dynamo names it
-
-
 class _Guards:
     """Which of Dynamo's guards on a frame torch saves (`keep`, its guard filter), and what tuned-kernels
     keeps of the others: a description of each object guarded by identity, each tensor's dimension marks,
@@ -129,7 +125,8 @@ class _Guards:
             self.marks.update({(source, a): dims for a, dims in frame_file.marks_of(entry.value)})
         saved = entry.guard_type not in self.unsaved and not self.unsaved & set(entry.derived_guard_types)
         # anywhere in it: `L['func'].scale`, also `___odict_getitem(L['func'].table, 'k')`
-        under_missing = any(r != source and self._missing_in_saved_guards(r) for r in _ROOT.findall(source))
+        roots = (r[0] for r in frames.TOP_LEVEL.finditer(source))
+        under_missing = any(r != source and self._missing_in_saved_guards(r) for r in roots)
         if not saved or under_missing:
             described = frame_file.described(entry.value) if entry.has_value else None
             if described is None:

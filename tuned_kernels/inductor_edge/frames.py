@@ -18,6 +18,7 @@ import ast
 import builtins
 import contextlib
 import dataclasses
+import functools
 import hashlib
 import io
 import re
@@ -240,7 +241,8 @@ def _marked(scopes: Any, marks: Sequence[tuple[str, str, tuple[int, ...]]]) -> b
     return True
 
 
-_TOP_LEVEL = re.compile(r"""([LG])\[('[^'\\]*'|"[^"\\]*")\]""")
+# a frame's local or global as Dynamo names it (`L['x']`, `G["y"]`): which scope, and the quoted name
+TOP_LEVEL = re.compile(r"""([LG])\[('[^'\\]*'|"[^"\\]*")\]""")
 
 
 def _fill_checked(scopes: Any, checks: frame_file.FrameChecks, f_locals: Any, f_globals: Any) -> None:
@@ -250,7 +252,7 @@ def _fill_checked(scopes: Any, checks: frame_file.FrameChecks, f_locals: Any, f_
     or global the frame guarded), the served function's own takes its place: the check holds it to be what
     the capture's was."""
     for source, _ in checks.identities:
-        found = _TOP_LEVEL.fullmatch(source)
+        found = TOP_LEVEL.fullmatch(source)
         if found is None:
             continue
         scope, served = (
@@ -351,15 +353,17 @@ def _install_globals(artifacts: Any, guards: Any, scope: Any) -> None:
         scope[builtins_name] = get_builtins_dict(scope)
 
 
-def global_names(code: types.CodeType) -> set[str]:
-    """The globals a code object (and the code objects it holds) loads by name."""
+@functools.lru_cache(maxsize=64)
+def global_names(code: types.CodeType) -> frozenset[str]:
+    """The globals a code object (and the code objects it holds) loads by name (read once per code: a
+    frame's guards are checked again at each call whose cache entries miss)."""
     import dis
 
     names = {i.argval for i in dis.get_instructions(code) if i.opname in ("LOAD_GLOBAL", "LOAD_NAME")}
     for constant in code.co_consts:
         if isinstance(constant, types.CodeType):
             names |= global_names(constant)
-    return names
+    return frozenset(names)
 
 
 def unheld_globals(artifacts: Any, scope: Any) -> list[str]:
