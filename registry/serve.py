@@ -26,6 +26,9 @@ from tuned_kernels.triton_edge import autotuner, cache_manager
 def enable(settings: Settings | None = None) -> Registry:
     """From now on every autotuned kernel and implementation choice in the process asks the registry
     (kept if one is already installed and no settings are given)."""
+    from tuned_kernels.triton_edge.build_key import remember_when_imported
+
+    remember_when_imported()  # a program calling enable() itself, as TUNED_KERNELS=1 does
     registry = installed_registry()
     if registry is None or settings is not None:
         registry = Registry(settings or Settings.from_environ(os.environ))

@@ -160,3 +160,29 @@ def test_a_served_process_takes_tritons_key_from_the_record_and_it_is_tritons_ow
         [sys.executable, "-c", program], env=env, capture_output=True, text=True, timeout=300
     )
     assert json.loads(again.stdout.splitlines()[-1])[2] == "edited"
+
+
+def test_a_program_calling_enable_itself_takes_tritons_key_from_the_record_as_one_served_by_the_switch(
+    tmp_path: Path,
+) -> None:
+    """`tuned_kernels.enable()` in a program that imported Triton first (no TUNED_KERNELS): Triton's module
+    holds the remembered key function from then on, the first process records the key and the next takes
+    Triton's own key from the record."""
+    from triton.runtime.cache import triton_key
+
+    env = {k: v for k, v in os.environ.items() if not k.startswith("TUNED_KERNELS")}
+    env["TUNED_KERNELS_CACHE_DIR"] = str(tmp_path / "cache")
+    program = (
+        "import json\n"
+        "from triton.runtime import cache\n"
+        "import tuned_kernels; tuned_kernels.enable()\n"
+        "print(json.dumps([getattr(cache.triton_key, 'tuned_kernels_remembered', False), cache.triton_key()]))\n"
+    )
+    for _ in range(2):
+        run = subprocess.run(
+            [sys.executable, "-c", program], env=env, capture_output=True, text=True, timeout=300
+        )
+        assert run.returncode == 0, run.stderr[-2000:]
+        assert json.loads(run.stdout.splitlines()[-1]) == [True, triton_key()]
+    (record,) = (tmp_path / "cache").glob("triton-key-*.json")
+    assert json.loads(record.read_text())["triton_key"] == triton_key()

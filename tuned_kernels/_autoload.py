@@ -25,14 +25,10 @@ def _enable(_: ModuleType) -> None:
     tuned_kernels.enable()
 
 
-def _remember_build_key(cache: ModuleType) -> None:
-    from tuned_kernels.triton_edge.build_key import remember
-
-    remember(cache)
-
-
 def install() -> None:
-    when_imported("triton.runtime.cache", _remember_build_key)
+    from tuned_kernels.triton_edge.build_key import remember_when_imported
+
+    remember_when_imported()
     for name in WATCHED:
         when_imported(name, _enable)
 

@@ -43,10 +43,9 @@ def build_parser() -> Parser:
 
 def main(argv: Sequence[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
-    from tuned_kernels.post_import import when_imported
-    from tuned_kernels.triton_edge.build_key import remember
+    from tuned_kernels.triton_edge.build_key import remember_when_imported
 
-    when_imported("triton.runtime.cache", remember)
+    remember_when_imported()
     if args.command in ("capture", "status", "coverage"):  # doctor and tune apply the rule themselves
         from tuned_kernels.hardware.probe import interpret_without_gpu
 

@@ -107,6 +107,15 @@ def remembered(compute: Callable[[], str], root: Path, folder: Callable[[], Path
     return triton_key
 
 
+def remember_when_imported() -> None:
+    """Triton's key remembered from the import of `triton.runtime.cache` on (at once if it is imported
+    already: then its own use and tuned-kernels' take the remembered key, an autotuner that bound it by name
+    before keeps Triton's). Every entry point calls it: `TUNED_KERNELS=1`, `enable()`, the commands."""
+    from tuned_kernels.post_import import when_imported
+
+    when_imported("triton.runtime.cache", remember)
+
+
 def remember(cache: ModuleType) -> None:
     """Makes `triton.runtime.cache.triton_key` the remembered one (where Triton is laid out as expected):
     before Triton's autotuner and Inductor bind it by name, when called as `cache` is imported. Triton's own
