@@ -92,22 +92,31 @@ def test_capture_keeps_each_compiled_graph_with_its_cpp_objects(captured: Path) 
     assert kinds.count("fxgraph") == 2 and kinds.count("aotautograd") == 1 and kinds.count("cpp") >= 2, kinds
 
 
-def test_a_captured_graph_is_served_elsewhere_without_compiling(captured: Path, tmp_path: Path) -> None:
-    served = run_app(tmp_path / "elsewhere", bundle=captured, verbose=True)
+@pytest.fixture(scope="module")
+def served_elsewhere(captured: Path, tmp_path_factory: pytest.TempPathFactory) -> tuple[Served, set[str]]:
+    """The capture served in another folder with its summary printed, and the C++ objects its Inductor
+    cache then held (read at once: a later test runs in that folder again)."""
+    served = run_app(tmp_path_factory.mktemp("elsewhere") / "program", bundle=captured, verbose=True)
+    return served, {p.relative_to(served.cache).as_posix() for p in served.cache.glob("*/*.so")}
+
+
+def test_a_captured_graph_is_served_elsewhere_without_compiling(
+    captured: Path, served_elsewhere: tuple[Served, set[str]]
+) -> None:
+    served, objects = served_elsewhere
     assert served.graphs == {"fxgraph_hits": 2, "fxgraph_misses": 0, "autograd_hits": 1, "autograd_misses": 0}
     summary = ("tuned-kernels: 0 hits", "tuned-kernels: bundles:", "tuned-kernels: torch.compile graphs:")
     assert len(served.warnings) == len(summary) and all(map(str.startswith, served.warnings, summary))
     shipped = {
         e.key[0] for e in read_results(captured).entries if dict(e.best.kwargs).get(graphs.KIND) == "cpp"
     }
-    compiled_here = {p.relative_to(served.cache).as_posix() for p in served.cache.glob("*/*.so")} - shipped
-    assert compiled_here == set()  # every C++ object the graphs load came with them
+    assert objects - shipped == set()  # every C++ object the graphs load came with them
     assert "torch.compile graphs: 2 found in Inductor's cache, 0 compiled here; bundle files" in served.stderr
     assert "; torch's source hash from the bundle" in served.stderr
 
 
 def test_graphs_compiled_with_tuned_kernels_off_and_on_are_found_by_the_other(
-    captured: Path, tmp_path: Path
+    served_elsewhere: tuple[Served, set[str]], tmp_path: Path
 ) -> None:
     """Inductor's keys leave tuned-kernels' choices hook out: a machine warm from runs without tuned-kernels
     stays warm with it on, and graphs compiled with it on (a capture's, placed by a served run) are found by
@@ -116,8 +125,9 @@ def test_graphs_compiled_with_tuned_kernels_off_and_on_are_found_by_the_other(
     plain = run_app(tmp_path / "warm-before", TUNED_KERNELS="0")
     assert plain.graphs["fxgraph_misses"] == 2, plain.graphs
     assert run_app(tmp_path / "warm-before", TUNED_KERNELS="1").graphs == found
-    assert run_app(tmp_path / "served-before", bundle=captured).graphs == found
-    assert run_app(tmp_path / "served-before", TUNED_KERNELS="0").graphs == found
+    served, _ = served_elsewhere  # graphs a served run placed (compiled with tuned-kernels on)
+    assert served.graphs == found
+    assert run_app(served.cache.parent, TUNED_KERNELS="0").graphs == found
 
 
 def with_torch_key(results: model.Results, wheel: str, key: str) -> model.Results:

@@ -56,12 +56,22 @@ def _coverage(tmp_path: Path, bundle: Path, **extra: str) -> dict[str, object]:
     return json.loads(done.stdout.splitlines()[-1])  # type: ignore[no-any-return]
 
 
-def test_inductor_gemm_choice_is_captured_then_served_from_the_bundle(tmp_path: Path) -> None:
+@pytest.fixture(scope="module")
+def cold_capture(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, subprocess.CompletedProcess[str]]:
+    """The program captured with empty Inductor caches (a capture neither reads nor writes the overlay):
+    the bundle, and the capture's run."""
+    folder = tmp_path_factory.mktemp("cold")
+    bundle = folder / "cold.textproto"
+    return bundle, _run(folder, "capture", "-o", str(bundle), "--", *APP)
+
+
+def test_inductor_gemm_choice_is_captured_then_served_from_the_bundle(
+    tmp_path: Path, cold_capture: tuple[Path, subprocess.CompletedProcess[str]]
+) -> None:
     """The choice is served where the graph is not (TUNED_KERNELS_COMPILED=0 here); with the graph the
     bundle holds too, Inductor compiles nothing and asks for no choice (tests/test_graphs.py), the graph
     loaded with its Dynamo frame or, frames off, found in Inductor's cache."""
-    bundle = tmp_path / "inductor.textproto"
-    _run(tmp_path, "capture", "-o", str(bundle), "--", *APP)
+    bundle, _ = cold_capture
     decisions = [
         e for e in read_results(bundle).entries if e.kernel.name not in (graphs.NAME, source_key.NAME)
     ]
@@ -88,7 +98,7 @@ def test_inductor_gemm_choice_is_captured_then_served_from_the_bundle(tmp_path: 
 
 
 def test_a_capture_on_a_machine_already_warm_times_nothing_and_records_what_a_cold_one_does(
-    tmp_path: Path,
+    tmp_path: Path, cold_capture: tuple[Path, subprocess.CompletedProcess[str]]
 ) -> None:
     """The user's Inductor cache is warm from a plain run (no tuned-kernels): a capture starts from its
     tuning results, benchmarks no GEMM choice, and its bundle holds the same choices a cold capture's does."""
@@ -103,7 +113,7 @@ def test_a_capture_on_a_machine_already_warm_times_nothing_and_records_what_a_co
             if e.kernel.name != graphs.NAME
         ]
 
-    cold = _run(tmp_path, "capture", "-o", str(tmp_path / "cold.textproto"), "--", *APP)
+    cold_bundle, cold = cold_capture
     users = {"TORCHINDUCTOR_CACHE_DIR": str(tmp_path / "users-inductor")}
     env = {k: v for k, v in os.environ.items() if not k.startswith("TUNED_KERNELS")} | users
     plain = subprocess.run(APP, env=env, capture_output=True, text=True, timeout=300)
@@ -111,7 +121,7 @@ def test_a_capture_on_a_machine_already_warm_times_nothing_and_records_what_a_co
     warm = _run(tmp_path, "capture", "-o", str(tmp_path / "warm.textproto"), "--", *APP, **users)
     assert benchmarked(plain) > 0 and benchmarked(cold) > 0
     assert benchmarked(warm) == 0
-    assert choices_of(tmp_path / "warm.textproto") == choices_of(tmp_path / "cold.textproto") != []
+    assert choices_of(tmp_path / "warm.textproto") == choices_of(cold_bundle) != []
 
 
 def test_inductor_gemm_choice_missing_from_bundles_is_autotuned_once_then_remembered(tmp_path: Path) -> None:

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import dataclasses
 import os
+import shutil
 import signal
 import subprocess
 import sys
@@ -41,13 +42,19 @@ def _said(out: subprocess.CompletedProcess[str]) -> list[str]:
 
 
 @pytest.fixture(scope="module")
-def captured(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    """app.py's two keys (n=100, n=300) captured into app.pb."""
+def first_capture(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, subprocess.CompletedProcess[str]]:
+    """app.py's two keys (n=100, n=300) captured into deep/er/app.pb, a folder not there before (capture
+    makes it), and the capture's run."""
     work = tmp_path_factory.mktemp("captured")
     (work / "app.py").write_text(APP)
-    out = _tool(work, "capture", "-o", "app.pb", "--", sys.executable, "app.py", "100", "300")
+    out = _tool(work, "capture", "-o", "deep/er/app.pb", "--", sys.executable, "app.py", "100", "300")
     assert out.returncode == 0, out.stderr[-3000:]
-    return work / "app.pb"
+    return work / "deep" / "er" / "app.pb", out
+
+
+@pytest.fixture(scope="module")
+def captured(first_capture: tuple[Path, subprocess.CompletedProcess[str]]) -> Path:
+    return first_capture[0]
 
 
 def _serve(cwd: Path, paths: str, **env: str) -> subprocess.CompletedProcess[str]:
@@ -119,12 +126,13 @@ def test_a_stored_config_the_kernel_no_longer_has_is_tuned_once_then_served_from
 
 
 def test_capture_onto_a_bundle_says_it_replaced_it_and_merges_when_asked(
-    tmp_path: Path, captured: Path
+    tmp_path: Path, first_capture: tuple[Path, subprocess.CompletedProcess[str]]
 ) -> None:
+    bundle, first = first_capture  # into a folder not there before, which capture made
+    assert "replacing" not in first.stderr, first.stderr[-2000:]
     (tmp_path / "app.py").write_text(APP)
-    out = tmp_path / "deep" / "er" / "app.pb"  # a folder not there yet is made
-    first = _tool(tmp_path, "capture", "-o", str(out), "--", sys.executable, "app.py", "100", "300")
-    assert first.returncode == 0 and "replacing" not in first.stderr, first.stderr[-2000:]
+    out = tmp_path / "app.pb"
+    shutil.copyfile(bundle, out)
     again = _tool(tmp_path, "capture", "-o", str(out), "--", sys.executable, "app.py", "500")
     assert again.stderr.splitlines()[-1] == "(replacing the 2 entries it held; --merge keeps them)"
     assert [e.key[0] for e in read_results(out).entries] == [500]

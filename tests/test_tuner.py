@@ -336,17 +336,22 @@ def test_split_k_seeds_split_narrow_products_until_every_sm_has_work(n: int, spl
     assert (first["SPLIT_K"], first["BLOCK_N"], first["BLOCK_K"]) == (split, 64, 128)
 
 
-def test_tune_command_writes_a_results_file_inspect_can_read(tmp_path: Path) -> None:
-    out = tmp_path / "r.textproto"
+@pytest.fixture(scope="module")
+def tuned_planted(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, subprocess.CompletedProcess[str]]:
+    """`tune --corpus planted.py -o r.textproto --json` in a folder of its own: the file, and the run."""
+    folder = tmp_path_factory.mktemp("tuned")
     run = subprocess.run(
-        [sys.executable, "-m", "tuned_kernels", "tune", "--corpus", PLANTED, "-o", str(out), "--json"],
-        capture_output=True,
-        text=True,
-        cwd=tmp_path,
-        timeout=300,
-    )
+        [sys.executable, "-m", "tuned_kernels", "tune", "--corpus", PLANTED, "-o", "r.textproto", "--json"],
+        capture_output=True, text=True, cwd=folder, timeout=300,
+    )  # fmt: skip
     assert run.returncode == 0, run.stderr
-    results = read_results(out)
+    return folder / "r.textproto", run
+
+
+def test_tune_command_writes_a_results_file_inspect_can_read(
+    tuned_planted: tuple[Path, subprocess.CompletedProcess[str]],
+) -> None:
+    results = read_results(tuned_planted[0])
     assert results.header.producer is model.Producer.TUNE and len(results.entries) == 4
     assert all(e.rejected for e in results.entries)
 
@@ -501,13 +506,10 @@ def test_the_report_counts_the_configs_timed_by_do_bench_because_no_graph_could_
     )
 
 
-def test_tune_says_where_each_gpus_time_went_adding_up_to_the_run(tmp_path: Path) -> None:
-    run = subprocess.run(
-        [sys.executable, "-m", "tuned_kernels", "tune", "--corpus", PLANTED, "-o", "r.pb", "--json"],
-        capture_output=True, text=True, cwd=tmp_path, timeout=300,
-    )  # fmt: skip
-    assert run.returncode == 0, run.stderr
-    report = json.loads(run.stdout)
+def test_tune_says_where_each_gpus_time_went_adding_up_to_the_run(
+    tuned_planted: tuple[Path, subprocess.CompletedProcess[str]],
+) -> None:
+    report = json.loads(tuned_planted[1].stdout)
     [split] = report["time_split"]
     assert (split["gpu"], split["keys"]) == ("cpu", 4)
     parts = ("startup", "probing", "compiling", "measuring", "waiting")
