@@ -27,7 +27,7 @@ def _log():
     used = resource.getrusage(resource.RUSAGE_SELF)
     record = {"test": os.environ.get("PYTEST_CURRENT_TEST", "?"), "argv": sys.argv[:4],
               "wall": round(time.time() - _started, 2), "cpu": round(used.ru_utime + used.ru_stime, 2),
-              "inductor": "torch._inductor.compile_fx" in sys.modules, "torch": "torch" in sys.modules}
+              "inductor": INDUCTOR in sys.modules, "torch": "torch" in sys.modules}
     try:
         with open(LOG, "a") as f:
             f.write(json.dumps(record) + "\\n")
@@ -39,7 +39,10 @@ atexit.register(_log)
 
 def run(log: Path) -> None:
     with tempfile.TemporaryDirectory(prefix="suite-processes-") as folder:
-        (Path(folder) / "sitecustomize.py").write_text(f"LOG = {str(log)!r}\n{SITECUSTOMIZE}")
+        from tuned_kernels.inductor_edge import COMPILER_MODULE
+
+        site = f"LOG = {str(log)!r}\nINDUCTOR = {COMPILER_MODULE!r}\n{SITECUSTOMIZE}"
+        (Path(folder) / "sitecustomize.py").write_text(site)
         env = {
             **os.environ,
             "PYTHONPATH": os.pathsep.join(filter(None, [folder, os.environ.get("PYTHONPATH")])),

@@ -3,3 +3,7 @@ are looked up and remembered through its own hooks: `config.inductor_choices_cla
 to override template choices, which `LookupTableChoices` also uses) and the algorithm selector's feedback
 savers (called with every autotuning's timings). Keys and configs (keys.py), the hooks (choices.py). A new
 torch version changes this folder."""
+
+COMPILER_MODULE = (
+    "torch._inductor.compile_fx"  # imported by a process once Inductor compiles or loads a graph
+)

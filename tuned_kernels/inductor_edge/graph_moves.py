@@ -41,7 +41,7 @@ from types import ModuleType
 from typing import Any
 
 from tuned_kernels.errors import warn
-from tuned_kernels.inductor_edge import reduction_choices
+from tuned_kernels.inductor_edge import COMPILER_MODULE, reduction_choices
 from tuned_kernels.inductor_edge.cache_files import place_new_file
 from tuned_kernels.inductor_edge.device_index import indices_named, renumbered, single_cuda_index
 from tuned_kernels.inductor_edge.shapes import INDUCTOR_DEVICE_KEYS, INDUCTOR_DEVICE_LOADS
@@ -78,7 +78,7 @@ def install(codecache: ModuleType) -> None:
     # the AOTAutograd module may be the one importing this one (not yet whole): tried again once Inductor's
     # compile entry is imported, which imports it whole, before any graph is keyed
     when_imported(AOT_MODULE, _install_aot_keys)
-    when_imported("torch._inductor.compile_fx", lambda _: _install_aot_keys(sys.modules.get(AOT_MODULE)))
+    when_imported(COMPILER_MODULE, lambda _: _install_aot_keys(sys.modules.get(AOT_MODULE)))
 
 
 def moved() -> list[tuple[int, int]]:
