@@ -414,3 +414,29 @@ def test_a_saved_frames_code_that_names_a_global_nothing_here_holds_is_found_bef
         runtime_env=types.SimpleNamespace(bytecode=uses.__code__), backend_id="b"
     )
     assert frames.unheld_globals(artifacts, {"held_here": 1}) == ["___installed_by_dynamo"]
+
+
+def test_the_identity_checks_hold_while_each_source_holds_an_object_described_as_captured() -> None:
+    """One guard for all of a frame's identity checks (Dynamo calls it at every call): it holds while each
+    source holds what the capture's did, by description (another object described the same holds too), and
+    fails as soon as one source holds something else or nothing."""
+    import torch.nn.functional as F
+
+    module = types.SimpleNamespace(act=F.relu)
+    scope: dict[str, object] = {"F": F, "module": module}
+    identities = [
+        ("G['F']", frame_file.described(F)),
+        ("G['module'].act", frame_file.described(F.relu)),
+        ("L['scale']", frame_file.described(2.0)),
+    ]
+    holds = frames._identities_guard(identities, scope)
+    assert holds({"scale": 2.0}) and holds({"scale": 2.0})  # the second by identity alone
+    assert holds({"scale": float("2.0")})  # another float of the same value
+    assert not holds({"scale": 3.0})
+    module.act = F.gelu
+    assert not holds({"scale": 2.0})
+    module.act = F.relu
+    assert holds({"scale": 2.0})
+    del scope["F"]
+    assert not holds({"scale": 2.0})
+    assert not holds({})

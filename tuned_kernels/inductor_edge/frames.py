@@ -21,6 +21,7 @@ import dataclasses
 import functools
 import hashlib
 import io
+import operator
 import re
 import sys
 import types
@@ -301,20 +302,24 @@ def _identities_differ(checks: frame_file.FrameChecks, f_locals: Any, f_globals:
 _MISSING = object()
 
 
+@functools.lru_cache(maxsize=256)
 def _reader(source: str) -> Callable[[Any, Any], Any]:
     """What Dynamo's name for a guarded source (`G['ACT']`, `L['self'].act`) finds in a frame, given its
-    locals and globals; compiled once (a guard reads it at every call)."""
+    locals and globals: compiled once into a function of the two (a guard reads it at every call)."""
     from torch._dynamo import guards
 
     closure = getattr(guards, "_get_closure_vars", lambda: getattr(guards, "CLOSURE_VARS", {}))()
     try:
-        code = compile(source, "<guarded source>", "eval")
+        made = eval(  # a source Dynamo named, as an expression of L and G (a frame is code: trusted bundles)
+            compile(f"lambda L, G: ({source})", "<guarded source>", "eval"),
+            {**closure, "__builtins__": builtins.__dict__},
+        )
     except SyntaxError:
         return lambda f_locals, f_globals: _MISSING
 
     def read(f_locals: Any, f_globals: Any) -> Any:
         try:
-            return eval(code, {"L": f_locals, "G": f_globals, "__builtins__": builtins.__dict__}, closure)
+            return made(f_locals, f_globals)
         except Exception:
             return _MISSING
 
@@ -330,10 +335,9 @@ def _guard_manager(artifacts: Any, guards: Any, checks: frame_file.FrameChecks, 
     scope = frame.f_globals
     scope[artifacts.backend_id] = torch._dynamo.disable(artifacts.compiled_fn)  # type: ignore[no-untyped-call]
     manager = load_guard_manager(guards, frame.f_code, scope)
-    for source, expected in checks.identities:
-        manager.root.add_lambda_guard(
-            _identity_guard(source, expected, scope), [f"{source}: {expected} (tuned-kernels)"], None
-        )
+    if checks.identities:  # one guard for them all: each guard is a call from Dynamo's C++ at every call
+        said = [f"{source}: {expected} (tuned-kernels)" for source, expected in checks.identities]
+        manager.root.add_lambda_guard(_identities_guard(checks.identities, scope), said, None)
     return manager
 
 
@@ -376,18 +380,32 @@ def unheld_globals(artifacts: Any, scope: Any) -> list[str]:
     )
 
 
-def _identity_guard(source: str, expected: str, f_globals: Any) -> Callable[[Any], bool]:
-    known: dict[int, tuple[Any, bool]] = {}  # by id, holding the object: an id is not reused meanwhile
-    read = _reader(source)
+def _identities_guard(identities: Sequence[tuple[str, str]], f_globals: Any) -> Callable[[Any], bool]:
+    """Whether each source holds what the capture's did: when every source holds the object last found so
+    (read all at once, compared by identity: Dynamo calls this at every call), true at once; otherwise each
+    source read and its object described once (by id, holding it: an id is not reused meanwhile)."""
+    read_all = _reader(f"({', '.join(source for source, _ in identities)},)")
+    Known = dict[int, tuple[Any, bool]]  # an object by id, and whether it is described as captured
+    checks: list[tuple[Callable[[Any, Any], Any], str, Known]] = [
+        (_reader(source), expected, {}) for source, expected in identities
+    ]
+    passed: list[Any] = [_MISSING] * len(checks)
 
     def holds(f_locals: Any) -> bool:
-        value = read(f_locals, f_globals)
-        seen = known.get(id(value))
-        if seen is None or seen[0] is not value:
-            if len(known) > 64:
-                known.clear()
-            seen = known[id(value)] = (value, frame_file.described(value) == expected)
-        return seen[1]
+        values = read_all(f_locals, f_globals)
+        if values is not _MISSING and all(map(operator.is_, values, passed)):
+            return True
+        for at, (read, expected, known) in enumerate(checks):
+            value = read(f_locals, f_globals)
+            seen = known.get(id(value))
+            if seen is None or seen[0] is not value:
+                if len(known) > 64:
+                    known.clear()
+                seen = known[id(value)] = (value, frame_file.described(value) == expected)
+            if not seen[1]:
+                return False
+            passed[at] = value
+        return True
 
     return holds
 
