@@ -24,7 +24,7 @@ import pytest
 
 from tests import factories
 from tuned_kernels import model
-from tuned_kernels.inductor_edge import frame_file, frames, graphs
+from tuned_kernels.inductor_edge import frame_file, frame_sources, frames, graphs
 from tuned_kernels.results import read_results, write_results
 
 APP = Path(__file__).parent / "corpora" / "frame_app.py"
@@ -401,9 +401,9 @@ def test_dimension_marks_are_put_back_on_the_tensors_their_sources_name_and_refu
     import torch
 
     scopes = types.SimpleNamespace(local_scope={"x": torch.zeros(2, 3)}, global_scope={})
-    assert frames._marked(scopes, [("L['x']", "_dynamo_dynamic_indices", (0,))])
+    assert frame_sources.marked(scopes, [("L['x']", "_dynamo_dynamic_indices", (0,))])
     assert scopes.local_scope["x"]._dynamo_dynamic_indices == {0}
-    assert not frames._marked(scopes, [("L['y']", "_dynamo_dynamic_indices", (0,))])
+    assert not frame_sources.marked(scopes, [("L['y']", "_dynamo_dynamic_indices", (0,))])
 
 
 def test_a_saved_frames_code_that_names_a_global_nothing_here_holds_is_found_before_it_runs() -> None:
@@ -429,7 +429,7 @@ def test_the_identity_checks_hold_while_each_source_holds_an_object_described_as
         ("G['module'].act", frame_file.described(F.relu)),
         ("L['scale']", frame_file.described(2.0)),
     ]
-    holds = frames._identities_guard(identities, scope)
+    holds = frame_sources.identities_guard(identities, scope)
     assert holds({"scale": 2.0}) and holds({"scale": 2.0})  # the second by identity alone
     assert holds({"scale": float("2.0")})  # another float of the same value
     assert not holds({"scale": 3.0})
@@ -440,3 +440,14 @@ def test_the_identity_checks_hold_while_each_source_holds_an_object_described_as
     del scope["F"]
     assert not holds({"scale": 2.0})
     assert not holds({})
+
+
+def test_a_source_that_reads_nothing_alone_never_passes_read_among_the_others() -> None:
+    """A source that does not compile on its own (a starred one) finds nothing, so its check fails; read in
+    one tuple with the others it may compile and expand to no item, which must not pass for it."""
+    import torch.nn.functional as F
+
+    scope: dict[str, object] = {"F": F}
+    identities = [("G['F']", frame_file.described(F)), ("*L['e']", frame_file.described(None))]
+    holds = frame_sources.identities_guard(identities, scope)
+    assert not holds({"e": []}) and not holds({"e": []})

@@ -18,7 +18,7 @@ from pathlib import Path
 from typing import Any
 
 from tuned_kernels.errors import one_line, warn
-from tuned_kernels.inductor_edge import frame_compile, frame_file, frames, graphs
+from tuned_kernels.inductor_edge import frame_compile, frame_file, frame_sources, frames, graphs
 from tuned_kernels.inductor_edge.cache_files import place_new_file
 
 RESUMED = "torch_dynamo_resume_in_"  # Dynamo's functions for what follows a graph break
@@ -125,7 +125,7 @@ class _Guards:
             self.marks.update({(source, a): dims for a, dims in frame_file.marks_of(entry.value)})
         saved = entry.guard_type not in self.unsaved and not self.unsaved & set(entry.derived_guard_types)
         # anywhere in it: `L['func'].scale`, also `___odict_getitem(L['func'].table, 'k')`
-        roots = (r[0] for r in frames.TOP_LEVEL.finditer(source))
+        roots = (r[0] for r in frame_sources.TOP_LEVEL.finditer(source))
         under_missing = any(r != source and self._missing_in_saved_guards(r) for r in roots)
         if not saved or under_missing:
             described = frame_file.described(entry.value) if entry.has_value else None
@@ -140,7 +140,7 @@ class _Guards:
 
     def _missing_in_saved_guards(self, root: str) -> bool:
         if root not in self.missing:
-            value = frames.read_source(root, self.frame.f_locals, self.frame.f_globals)
+            value = frame_sources.read_source(root, self.frame.f_locals, self.frame.f_globals)
             self.missing[root] = frames.pickled_as_missing(value)
         return self.missing[root]
 

@@ -14,15 +14,12 @@ fails, and Dynamo traces as it would without the bundle (the graph caches serve 
 
 from __future__ import annotations
 
-import ast
 import builtins
 import contextlib
 import dataclasses
 import functools
 import hashlib
 import io
-import operator
-import re
 import sys
 import types
 from collections.abc import Callable, Sequence
@@ -31,7 +28,7 @@ from pathlib import Path
 from typing import Any
 
 from tuned_kernels.errors import one_line, warn
-from tuned_kernels.inductor_edge import frame_file
+from tuned_kernels.inductor_edge import frame_file, frame_sources
 from tuned_kernels.post_import import when_import_done
 
 GUARDS = "its guards do not hold"  # why not, for this call's arguments (another call's may fit)
@@ -202,7 +199,7 @@ def _load(offered: Offered, wrapper: Any, frame: Any) -> tuple[Any, str]:
         artifacts = _artifacts(compiled, held)
         artifacts.check_compatibility()
         guards = load_guards_state(artifacts.guards_state)
-        if not _marked(guards.output_graph, checks.marks):
+        if not frame_sources.marked(guards.output_graph, checks.marks):
             return None, "damaged (a dimension mark names no tensor of its guards)"
         offered.loaded = (checks, artifacts, guards)
     checks, artifacts, guards = offered.loaded
@@ -210,10 +207,10 @@ def _load(offered: Offered, wrapper: Any, frame: Any) -> tuple[Any, str]:
     unheld = next(iter(unheld_globals(artifacts, frame.f_globals)), None)
     if unheld is not None:
         return None, f"its code names {unheld}, which nothing here holds"
-    why = _identities_differ(checks, frame.f_locals, frame.f_globals)
+    why = frame_sources.identities_differ(checks, frame.f_locals, frame.f_globals)
     if why is not None:
         return None, why
-    _fill_checked(guards.output_graph, checks, frame.f_locals, frame.f_globals)
+    frame_sources.fill_checked(guards.output_graph, checks, frame.f_locals, frame.f_globals)
     guard_manager = _guard_manager(artifacts, guards, checks, frame)
     if not guard_manager.check(frame.f_locals):
         return None, f"{GUARDS} for this call"
@@ -225,43 +222,6 @@ def _load(offered: Offered, wrapper: Any, frame: Any) -> tuple[Any, str]:
         artifacts.runtime_env.bytecode, guard_manager, CompileId(frame_id=0, frame_compile_id=0)
     )
     return wrap_guarded_code(guarded), ""
-
-
-def _marked(scopes: Any, marks: Sequence[tuple[str, str, tuple[int, ...]]]) -> bool:
-    """Puts back on the frame's saved tensors the dimension marks the capture's had (torch's saved guards
-    drop them: a tensor marked as the capture's would then fail its guard); False where a mark's source
-    names no tensor."""
-    import torch
-
-    for source, attribute, dims in marks:
-        tensor = _reader(source)(scopes.local_scope, scopes.global_scope)
-        if not isinstance(tensor, torch.Tensor):
-            return False
-        setattr(tensor, attribute, set(dims))
-        tensor._has_dynamo_dim_marking = True  # type: ignore[attr-defined]
-    return True
-
-
-# a frame's local or global as Dynamo names it (`L['x']`, `G["y"]`): which scope, and the quoted name
-TOP_LEVEL = re.compile(r"""([LG])\[('[^'\\]*'|"[^"\\]*")\]""")
-
-
-def _fill_checked(scopes: Any, checks: frame_file.FrameChecks, f_locals: Any, f_globals: Any) -> None:
-    """torch's saved guards keep no object its pickle could not name (a decorator's inner function, which
-    its module names by its wrapper: a `_Missing` in their place), and a guard on its attributes (`L['func']
-    .__name__`) then cannot be built. Where tuned-kernels checks such an object's identity itself (a local
-    or global the frame guarded), the served function's own takes its place: the check holds it to be what
-    the capture's was."""
-    for source, _ in checks.identities:
-        found = TOP_LEVEL.fullmatch(source)
-        if found is None:
-            continue
-        scope, served = (
-            (scopes.local_scope, f_locals) if found[1] == "L" else (scopes.global_scope, f_globals)
-        )
-        name = ast.literal_eval(found[2])
-        if type(scope.get(name)).__name__ == "_Missing" and name in served:
-            scope[name] = served[name]
 
 
 def _as_dynamos_own(bytecode: types.CodeType, code: types.CodeType) -> None:
@@ -292,40 +252,6 @@ def _differs(checks: frame_file.FrameChecks, wrapper: Any, frame: Any) -> str | 
     return None
 
 
-def _identities_differ(checks: frame_file.FrameChecks, f_locals: Any, f_globals: Any) -> str | None:
-    for source, expected in checks.identities:
-        if frame_file.described(_reader(source)(f_locals, f_globals)) != expected:
-            return f"{source} is not {expected}"
-    return None
-
-
-_MISSING = object()
-
-
-@functools.lru_cache(maxsize=256)
-def _reader(source: str) -> Callable[[Any, Any], Any]:
-    """What Dynamo's name for a guarded source (`G['ACT']`, `L['self'].act`) finds in a frame, given its
-    locals and globals: compiled once into a function of the two (a guard reads it at every call)."""
-    from torch._dynamo import guards
-
-    closure = getattr(guards, "_get_closure_vars", lambda: getattr(guards, "CLOSURE_VARS", {}))()
-    try:
-        made = eval(  # a source Dynamo named, as an expression of L and G (a frame is code: trusted bundles)
-            compile(f"lambda L, G: ({source})", "<guarded source>", "eval"),
-            {**closure, "__builtins__": builtins.__dict__},
-        )
-    except SyntaxError:
-        return lambda f_locals, f_globals: _MISSING
-
-    def read(f_locals: Any, f_globals: Any) -> Any:
-        try:
-            return made(f_locals, f_globals)
-        except Exception:
-            return _MISSING
-
-    return read
-
-
 def _guard_manager(artifacts: Any, guards: Any, checks: frame_file.FrameChecks, frame: Any) -> Any:
     """The frame's saved guards, built against this function's globals (where its compiled graph is
     installed, as Dynamo installs it), with the identity checks added."""
@@ -337,7 +263,7 @@ def _guard_manager(artifacts: Any, guards: Any, checks: frame_file.FrameChecks, 
     manager = load_guard_manager(guards, frame.f_code, scope)
     if checks.identities:  # one guard for them all: each guard is a call from Dynamo's C++ at every call
         said = [f"{source}: {expected} (tuned-kernels)" for source, expected in checks.identities]
-        manager.root.add_lambda_guard(_identities_guard(checks.identities, scope), said, None)
+        manager.root.add_lambda_guard(frame_sources.identities_guard(checks.identities, scope), said, None)
     return manager
 
 
@@ -380,36 +306,6 @@ def unheld_globals(artifacts: Any, scope: Any) -> list[str]:
     )
 
 
-def _identities_guard(identities: Sequence[tuple[str, str]], f_globals: Any) -> Callable[[Any], bool]:
-    """Whether each source holds what the capture's did: when every source holds the object last found so
-    (read all at once, compared by identity: Dynamo calls this at every call), true at once; otherwise each
-    source read and its object described once (by id, holding it: an id is not reused meanwhile)."""
-    read_all = _reader(f"({', '.join(source for source, _ in identities)},)")
-    Known = dict[int, tuple[Any, bool]]  # an object by id, and whether it is described as captured
-    checks: list[tuple[Callable[[Any, Any], Any], str, Known]] = [
-        (_reader(source), expected, {}) for source, expected in identities
-    ]
-    passed: list[Any] = [_MISSING] * len(checks)
-
-    def holds(f_locals: Any) -> bool:
-        values = read_all(f_locals, f_globals)
-        if values is not _MISSING and all(map(operator.is_, values, passed)):
-            return True
-        for at, (read, expected, known) in enumerate(checks):
-            value = read(f_locals, f_globals)
-            seen = known.get(id(value))
-            if seen is None or seen[0] is not value:
-                if len(known) > 64:
-                    known.clear()
-                seen = known[id(value)] = (value, frame_file.described(value) == expected)
-            if not seen[1]:
-                return False
-            passed[at] = value
-        return True
-
-    return holds
-
-
 def external_objects(code: types.CodeType, closure: Any, f_globals: Any) -> dict[str, Any]:
     """What a frame's closure and globals hold that torch's pickle of it cannot save, by where it is held:
     modules (`wrap_inline`'s for a torch.compile'd `nn.Sequential`, a global layer a function calls) and
@@ -449,11 +345,6 @@ def pickled_as_missing(value: Any) -> bool:
         and "<locals>" not in value.__qualname__
         and not (_named_as_it_is(value))
     )
-
-
-def read_source(source: str, f_locals: Any, f_globals: Any) -> Any:
-    """What Dynamo's name for a guarded source finds in a frame (a sentinel where it finds nothing)."""
-    return _reader(source)(f_locals, f_globals)
 
 
 def _named_as_it_is(function: types.FunctionType) -> bool:

@@ -1,0 +1,124 @@
+"""A saved frame's sources as Dynamo names them (`L['x']`, `G['ACT'].act`, `___odict_getitem(L['f'].t, 'k')`),
+read in a served frame's locals and globals, and what tuned-kernels checks on them beyond torch's saved
+guards: each object guarded by identity, described as the capture's was (`identities_guard`, at every call),
+and the dimension marks the capture's tensors had (`marked`)."""
+
+from __future__ import annotations
+
+import ast
+import builtins
+import functools
+import operator
+import re
+from collections.abc import Callable, Sequence
+from typing import Any
+
+from tuned_kernels.inductor_edge import frame_file
+
+# a frame's local or global as Dynamo names it (`L['x']`, `G["y"]`): which scope, and the quoted name
+TOP_LEVEL = re.compile(r"""([LG])\[('[^'\\]*'|"[^"\\]*")\]""")
+
+MISSING = object()  # what a source that finds nothing reads as
+
+
+@functools.lru_cache(maxsize=256)
+def reader(source: str) -> Callable[[Any, Any], Any]:
+    """What Dynamo's name for a guarded source (`G['ACT']`, `L['self'].act`) finds in a frame, given its
+    locals and globals: compiled once into a function of the two (a guard reads it at every call)."""
+    from torch._dynamo import guards
+
+    closure = getattr(guards, "_get_closure_vars", lambda: getattr(guards, "CLOSURE_VARS", {}))()
+    try:
+        made = eval(  # a source Dynamo named, as an expression of L and G (a frame is code: trusted bundles)
+            compile(f"lambda L, G: ({source})", "<guarded source>", "eval"),
+            {**closure, "__builtins__": builtins.__dict__},
+        )
+    except SyntaxError:
+        return lambda f_locals, f_globals: MISSING
+
+    def read(f_locals: Any, f_globals: Any) -> Any:
+        try:
+            return made(f_locals, f_globals)
+        except Exception:
+            return MISSING
+
+    return read
+
+
+def read_source(source: str, f_locals: Any, f_globals: Any) -> Any:
+    """What Dynamo's name for a guarded source finds in a frame (a sentinel where it finds nothing)."""
+    return reader(source)(f_locals, f_globals)
+
+
+def identities_differ(checks: frame_file.FrameChecks, f_locals: Any, f_globals: Any) -> str | None:
+    for source, expected in checks.identities:
+        if frame_file.described(reader(source)(f_locals, f_globals)) != expected:
+            return f"{source} is not {expected}"
+    return None
+
+
+def identities_guard(identities: Sequence[tuple[str, str]], f_globals: Any) -> Callable[[Any], bool]:
+    """Whether each source holds what the capture's did: when every source holds the object last found so
+    (read all at once, compared by identity: Dynamo calls this at every call), true at once; otherwise each
+    source read and its object described once (by id, holding it: an id is not reused meanwhile)."""
+    read_all = reader(f"({', '.join(source for source, _ in identities)},)")
+    Known = dict[int, tuple[Any, bool]]  # an object by id, and whether it is described as captured
+    checks: list[tuple[Callable[[Any, Any], Any], str, Known]] = [
+        (reader(source), expected, {}) for source, expected in identities
+    ]
+    passed: list[Any] = [MISSING] * len(checks)
+
+    def holds(f_locals: Any) -> bool:
+        values = read_all(f_locals, f_globals)
+        if (
+            isinstance(values, tuple)
+            and len(values) == len(passed)
+            and all(map(operator.is_, values, passed))
+        ):
+            return True
+        for at, (read, expected, known) in enumerate(checks):
+            value = read(f_locals, f_globals)
+            seen = known.get(id(value))
+            if seen is None or seen[0] is not value:
+                if len(known) > 64:
+                    known.clear()
+                seen = known[id(value)] = (value, frame_file.described(value) == expected)
+            if not seen[1]:
+                return False
+            passed[at] = value
+        return True
+
+    return holds
+
+
+def marked(scopes: Any, marks: Sequence[tuple[str, str, tuple[int, ...]]]) -> bool:
+    """Puts back on the frame's saved tensors the dimension marks the capture's had (torch's saved guards
+    drop them: a tensor marked as the capture's would then fail its guard); False where a mark's source
+    names no tensor."""
+    import torch
+
+    for source, attribute, dims in marks:
+        tensor = reader(source)(scopes.local_scope, scopes.global_scope)
+        if not isinstance(tensor, torch.Tensor):
+            return False
+        setattr(tensor, attribute, set(dims))
+        tensor._has_dynamo_dim_marking = True  # type: ignore[attr-defined]
+    return True
+
+
+def fill_checked(scopes: Any, checks: frame_file.FrameChecks, f_locals: Any, f_globals: Any) -> None:
+    """torch's saved guards keep no object its pickle could not name (a decorator's inner function, which
+    its module names by its wrapper: a `_Missing` in their place), and a guard on its attributes (`L['func']
+    .__name__`) then cannot be built. Where tuned-kernels checks such an object's identity itself (a local
+    or global the frame guarded), the served function's own takes its place: the check holds it to be what
+    the capture's was."""
+    for source, _ in checks.identities:
+        found = TOP_LEVEL.fullmatch(source)
+        if found is None:
+            continue
+        scope, served = (
+            (scopes.local_scope, f_locals) if found[1] == "L" else (scopes.global_scope, f_globals)
+        )
+        name = ast.literal_eval(found[2])
+        if type(scope.get(name)).__name__ == "_Missing" and name in served:
+            scope[name] = served[name]
