@@ -4,7 +4,8 @@ its own CPU time (user and system, not its children's), its wall time, whether i
 Inductor, its command and the test that started it; then prints the totals by kind of process and by test
 file. `--from-log FILE` prints the totals of an earlier run's log instead.
 
-    python benchmarks/suite_processes.py --log suite-processes.jsonl
+    python benchmarks/suite_processes.py --log suite-processes.jsonl   # the whole suite
+    python benchmarks/suite_processes.py tests/test_build_key.py          # some of it
 """
 
 from __future__ import annotations
@@ -37,7 +38,7 @@ atexit.register(_log)
 """
 
 
-def run(log: Path) -> None:
+def run(log: Path, tests: list[str]) -> None:
     with tempfile.TemporaryDirectory(prefix="suite-processes-") as folder:
         from tuned_kernels.inductor_edge import COMPILER_MODULE
 
@@ -59,6 +60,7 @@ def run(log: Path) -> None:
             "-p",
             "no:cacheprovider",
         ]
+        command += tests
         subprocess.run(command, cwd=ROOT, env=env, check=False, timeout=3600)
 
 
@@ -92,11 +94,14 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0] if __doc__ else None)
     parser.add_argument("--log", type=Path, default=Path("suite-processes.jsonl"), help="the log written")
     parser.add_argument("--from-log", type=Path, default=None, help="print an earlier run's totals")
+    parser.add_argument(
+        "tests", nargs="*", help="pytest's own arguments: the test files or ids (all if none)"
+    )
     args = parser.parse_args()
     log = args.from_log or args.log.resolve()
     if args.from_log is None:
         log.unlink(missing_ok=True)
-        run(log)
+        run(log, args.tests)
     print(totals([json.loads(line) for line in log.read_text().splitlines() if line.strip()]))
 
 
