@@ -429,7 +429,7 @@ def test_the_identity_checks_hold_while_each_source_holds_an_object_described_as
         ("G['module'].act", frame_file.described(F.relu)),
         ("L['scale']", frame_file.described(2.0)),
     ]
-    holds = frame_sources.identities_guard(identities, scope)
+    holds = frame_sources.IdentityChecks(identities, scope).holds
     assert holds({"scale": 2.0}) and holds({"scale": 2.0})  # the second by identity alone
     assert holds({"scale": float("2.0")})  # another float of the same value
     assert not holds({"scale": 3.0})
@@ -449,5 +449,5 @@ def test_a_source_that_reads_nothing_alone_never_passes_read_among_the_others() 
 
     scope: dict[str, object] = {"F": F}
     identities = [("G['F']", frame_file.described(F)), ("*L['e']", frame_file.described(None))]
-    holds = frame_sources.identities_guard(identities, scope)
+    holds = frame_sources.IdentityChecks(identities, scope).holds
     assert not holds({"e": []}) and not holds({"e": []})

@@ -4,6 +4,5 @@ to override template choices, which `LookupTableChoices` also uses) and the algo
 savers (called with every autotuning's timings). Keys and configs (keys.py), the hooks (choices.py). A new
 torch version changes this folder."""
 
-COMPILER_MODULE = (
-    "torch._inductor.compile_fx"  # imported by a process once Inductor compiles or loads a graph
-)
+# imported by a process once Inductor compiles or loads a graph
+COMPILER_MODULE = "torch._inductor.compile_fx"

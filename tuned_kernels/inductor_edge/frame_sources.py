@@ -1,6 +1,6 @@
 """A saved frame's sources as Dynamo names them (`L['x']`, `G['ACT'].act`, `___odict_getitem(L['f'].t, 'k')`),
 read in a served frame's locals and globals, and what tuned-kernels checks on them beyond torch's saved
-guards: each object guarded by identity, described as the capture's was (`identities_guard`, at every call),
+guards: each object guarded by identity, described as the capture's was (`IdentityChecks`, at every call),
 and the dimension marks the capture's tensors had (`marked`)."""
 
 from __future__ import annotations
@@ -50,45 +50,42 @@ def read_source(source: str, f_locals: Any, f_globals: Any) -> Any:
     return reader(source)(f_locals, f_globals)
 
 
-def identities_differ(checks: frame_file.FrameChecks, f_locals: Any, f_globals: Any) -> str | None:
-    for source, expected in checks.identities:
-        if frame_file.described(reader(source)(f_locals, f_globals)) != expected:
-            return f"{source} is not {expected}"
-    return None
-
-
-def identities_guard(identities: Sequence[tuple[str, str]], f_globals: Any) -> Callable[[Any], bool]:
-    """Whether each source holds what the capture's did: when every source holds the object last found so
-    (read all at once, compared by identity: Dynamo calls this at every call), true at once; otherwise each
+class IdentityChecks:
+    """Whether each source a frame guards by identity holds what the capture's did. Asked once as the frame
+    loads (`differs`, saying which does not) and then by Dynamo at every call (`holds`): when every source
+    holds the object last found so (read all at once, compared by identity), true at once; otherwise each
     source read and its object described once (by id, holding it: an id is not reused meanwhile)."""
-    read_all = reader(f"({', '.join(source for source, _ in identities)},)")
-    Known = dict[int, tuple[Any, bool]]  # an object by id, and whether it is described as captured
-    checks: list[tuple[Callable[[Any, Any], Any], str, Known]] = [
-        (reader(source), expected, {}) for source, expected in identities
-    ]
-    passed: list[Any] = [MISSING] * len(checks)
 
-    def holds(f_locals: Any) -> bool:
-        values = read_all(f_locals, f_globals)
+    def __init__(self, identities: Sequence[tuple[str, str]], f_globals: Any) -> None:
+        self.f_globals = f_globals
+        self.read_all = reader(f"({', '.join(source for source, _ in identities)},)")
+        self.checks = [(source, reader(source), expected) for source, expected in identities]
+        self.known: list[dict[int, tuple[Any, bool]]] = [{} for _ in identities]  # by id: as captured?
+        self.passed: list[Any] = [MISSING] * len(identities)
+
+    def holds(self, f_locals: Any) -> bool:
+        values = self.read_all(f_locals, self.f_globals)
         if (
             isinstance(values, tuple)
-            and len(values) == len(passed)
-            and all(map(operator.is_, values, passed))
+            and len(values) == len(self.passed)
+            and all(map(operator.is_, values, self.passed))
         ):
             return True
-        for at, (read, expected, known) in enumerate(checks):
-            value = read(f_locals, f_globals)
+        return self.differs(f_locals) is None
+
+    def differs(self, f_locals: Any) -> str | None:
+        """The first source that does not hold what the capture's did, said (None: each holds)."""
+        for at, (source, read, expected) in enumerate(self.checks):
+            value, known = read(f_locals, self.f_globals), self.known[at]
             seen = known.get(id(value))
             if seen is None or seen[0] is not value:
                 if len(known) > 64:
                     known.clear()
                 seen = known[id(value)] = (value, frame_file.described(value) == expected)
             if not seen[1]:
-                return False
-            passed[at] = value
-        return True
-
-    return holds
+                return f"{source} is not {expected}"
+            self.passed[at] = value
+        return None
 
 
 def marked(scopes: Any, marks: Sequence[tuple[str, str, tuple[int, ...]]]) -> bool:

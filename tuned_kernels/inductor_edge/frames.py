@@ -207,11 +207,12 @@ def _load(offered: Offered, wrapper: Any, frame: Any) -> tuple[Any, str]:
     unheld = next(iter(unheld_globals(artifacts, frame.f_globals)), None)
     if unheld is not None:
         return None, f"its code names {unheld}, which nothing here holds"
-    why = frame_sources.identities_differ(checks, frame.f_locals, frame.f_globals)
+    identities = frame_sources.IdentityChecks(checks.identities, frame.f_globals)
+    why = identities.differs(frame.f_locals)
     if why is not None:
         return None, why
     frame_sources.fill_checked(guards.output_graph, checks, frame.f_locals, frame.f_globals)
-    guard_manager = _guard_manager(artifacts, guards, checks, frame)
+    guard_manager = _guard_manager(artifacts, guards, checks, frame, identities)
     if not guard_manager.check(frame.f_locals):
         return None, f"{GUARDS} for this call"
     from torch._dynamo.types import GuardedCode, wrap_guarded_code
@@ -252,7 +253,13 @@ def _differs(checks: frame_file.FrameChecks, wrapper: Any, frame: Any) -> str | 
     return None
 
 
-def _guard_manager(artifacts: Any, guards: Any, checks: frame_file.FrameChecks, frame: Any) -> Any:
+def _guard_manager(
+    artifacts: Any,
+    guards: Any,
+    checks: frame_file.FrameChecks,
+    frame: Any,
+    identities: frame_sources.IdentityChecks,
+) -> Any:
     """The frame's saved guards, built against this function's globals (where its compiled graph is
     installed, as Dynamo installs it), with the identity checks added."""
     import torch
@@ -263,7 +270,7 @@ def _guard_manager(artifacts: Any, guards: Any, checks: frame_file.FrameChecks, 
     manager = load_guard_manager(guards, frame.f_code, scope)
     if checks.identities:  # one guard for them all: each guard is a call from Dynamo's C++ at every call
         said = [f"{source}: {expected} (tuned-kernels)" for source, expected in checks.identities]
-        manager.root.add_lambda_guard(frame_sources.identities_guard(checks.identities, scope), said, None)
+        manager.root.add_lambda_guard(identities.holds, said, None)
     return manager
 
 

@@ -107,10 +107,12 @@ def remembered(compute: Callable[[], str], root: Path, folder: Callable[[], Path
     return triton_key
 
 
+@functools.cache
 def remember_when_imported() -> None:
     """Triton's key remembered from the import of `triton.runtime.cache` on (at once if it is imported
     already: then its own use and tuned-kernels' take the remembered key, an autotuner that bound it by name
-    before keeps Triton's). Every entry point calls it: `TUNED_KERNELS=1`, `enable()`, the commands."""
+    before keeps Triton's). Every entry point calls it: `TUNED_KERNELS=1`, `enable()`, the commands; asked
+    once per process (a second call would only wait for the same import again)."""
     from tuned_kernels.post_import import when_imported
 
     when_imported("triton.runtime.cache", remember)
