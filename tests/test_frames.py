@@ -21,6 +21,7 @@ from collections.abc import Callable
 from pathlib import Path
 
 import pytest
+import torch
 
 from tests import factories
 from tuned_kernels import model
@@ -28,6 +29,7 @@ from tuned_kernels.inductor_edge import frame_file, frame_sources, frames, graph
 from tuned_kernels.results import read_results, write_results
 
 APP = Path(__file__).parent / "corpora" / "frame_app.py"
+OPS = APP.with_name("frame_ops.py")  # the library whose operator the program calls
 SERVED_WHOLE = "3 loaded with their Dynamo frames (no trace), 0 found in Inductor's cache, 0 compiled here"
 
 
@@ -39,12 +41,14 @@ class Run:
 
 
 def run_app(folder: Path, *, bundle: Path | None = None, capture: Path | None = None, **extra: str) -> Run:
-    """frame_app.py (edited by `edit` where given) copied into `folder` and run there, with `folder` as
-    HOME and empty Inductor, Triton and overlay caches of its own; served verbosely from `bundle`."""
+    """frame_app.py (unless `folder` holds an edited one) and the library it calls, copied into `folder` and
+    run there, with `folder` as HOME and empty Inductor, Triton and overlay caches of its own; served
+    verbosely from `bundle`."""
     folder.mkdir(parents=True, exist_ok=True)
     script = folder / "frame_app.py"
     if not script.exists():
         shutil.copyfile(APP, script)
+    shutil.copyfile(OPS, folder / OPS.name)
     env = factories.program_environment(folder) | extra
     if bundle is not None:
         env |= {"TUNED_KERNELS": "1", "TUNED_KERNELS_PATH": str(bundle), "TUNED_KERNELS_VERBOSE": "1"}
@@ -287,6 +291,9 @@ def _itself() -> types.FunctionType:
         (_holding((1, "a")), "cell held=tuple (int 1, str 'a')"),
         (Verdict.SERVED, "enum member tests.test_frames.Verdict.SERVED"),
         ([].append, None),  # a method bound to an instance
+        (torch.ops.aten.add, "operator aten::add"),  # each process's registry makes its own object
+        (torch.ops.aten.add.Tensor, "operator aten::add, overload Tensor"),
+        (torch.ops.aten.relu.default, "operator aten::relu, overload default"),
         (object(), None),
     ],
 )

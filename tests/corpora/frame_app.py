@@ -1,6 +1,6 @@
 """A torch.compile program for the CPU whose forward is one whole graph and reads globals Dynamo guards by
-identity: an activation chosen by `FRAME_APP_ACT` (`relu`, the default, or `tanh`) and a helper function
-behind a decorator (a closure over it and an enum member);
+identity: an activation chosen by `FRAME_APP_ACT` (`relu`, the default, or `tanh`), a helper function
+behind a decorator (a closure over it and an enum member) and a library's operator (frame_ops.py, beside it);
 the block alone and two of them in an `nn.Sequential`, on a batch of 4 rows or, given `FRAME_APP_BATCH`,
 of that many, the batch dimension marked dynamic.
 Checks its output against eager PyTorch, also once `ACT` is rebound to another function, and prints how
@@ -11,6 +11,7 @@ import json
 import os
 from collections.abc import Callable
 
+import frame_ops
 import torch
 from torch._dynamo.utils import counters
 
@@ -46,7 +47,7 @@ class Block(torch.nn.Module):
         self.linear = torch.nn.Linear(16, 16)
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
-        return doubled(ACT(self.linear(x)))
+        return frame_ops.shifted(doubled(ACT(self.linear(x))))
 
 
 torch.manual_seed(0)

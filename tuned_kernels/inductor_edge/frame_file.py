@@ -177,6 +177,20 @@ def describe(value: Any) -> str | None:
     if isinstance(value, (types.MethodDescriptorType, types.WrapperDescriptorType)):
         owner = value.__objclass__
         return f"descriptor {owner.__module__}.{owner.__qualname__}.{value.__name__}"
+    return _operator(value)
+
+
+def _operator(value: Any) -> str | None:
+    """An operator of torch's registry (`torch.ops.ns.op`, `torch.ops.ns.op.default`: a library's custom op,
+    as a model calls it) by its registered name: each process's registry makes its own object for it, and a
+    graph calls it by that name."""
+    kind = type(value)
+    if kind.__module__ != "torch._ops":
+        return None
+    if kind.__name__ == "OpOverloadPacket":
+        return f"operator {value._qualified_op_name}"
+    if kind.__name__ == "OpOverload":
+        return f"operator {value._schema.name}, overload {value._overloadname}"
     return None
 
 
