@@ -289,6 +289,8 @@ def _itself() -> types.FunctionType:
         (_holding(Verdict.SERVED), "cell held=enum member tests.test_frames.Verdict.SERVED"),
         (_holding(1), "cell held=int 1"),
         (_holding((1, "a")), "cell held=tuple (int 1, str 'a')"),
+        (_holding(["value"]), "cell held=list (str 'value')"),  # register_dataclass's field names
+        (_holding([object()]), None),
         (Verdict.SERVED, "enum member tests.test_frames.Verdict.SERVED"),
         ([].append, None),  # a method bound to an instance
         (torch.ops.aten.add, "operator aten::add"),  # each process's registry makes its own object

@@ -13,7 +13,7 @@ import io
 import shutil
 import sys
 import types
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -72,7 +72,7 @@ def _save(wrapper: Any, frame: Any, folder: Path) -> str | None:
             shutil.rmtree(written, ignore_errors=True)
     if (not_the_programs := lookups.why_not_saved()) is not None:
         return not_the_programs
-    if (unsaved_global := _globals_as_imports(compiled, frame.f_globals)) is not None:
+    if (unsaved_global := _globals_as_imports(compiled, frame.f_globals, guards.globals_read)) is not None:
         return unsaved_global
     if guards.unkept:
         return guards.unkept[0]
@@ -110,6 +110,7 @@ class _Guards:
         self.marks: dict[tuple[str, str], tuple[int, ...]] = {}
         self.unkept: list[str] = []
         self.missing: dict[str, bool] = {}  # by a local or global's source: torch's saved guards lack it
+        self.globals_read: set[str] = set()  # the globals every guard reads from (`G['torch']`)
 
     def keep(self, entries: Sequence[Any]) -> list[bool]:
         return [self._kept(entry) for entry in entries]
@@ -125,8 +126,9 @@ class _Guards:
             self.marks.update({(source, a): dims for a, dims in frame_file.marks_of(entry.value)})
         saved = entry.guard_type not in self.unsaved and not self.unsaved & set(entry.derived_guard_types)
         # anywhere in it: `L['func'].scale`, also `___odict_getitem(L['func'].table, 'k')`
-        roots = (r[0] for r in frame_sources.TOP_LEVEL.finditer(source))
-        under_missing = any(r != source and self._missing_in_saved_guards(r) for r in roots)
+        roots = list(frame_sources.TOP_LEVEL.finditer(source))
+        self.globals_read.update(r[2][1:-1] for r in roots if r[1] == "G")
+        under_missing = any(r[0] != source and self._missing_in_saved_guards(r[0]) for r in roots)
         if not saved or under_missing:
             described = frame_file.described(entry.value) if entry.has_value else None
             if described is None:
@@ -145,20 +147,22 @@ class _Guards:
         return self.missing[root]
 
 
-def _globals_as_imports(compiled: Any, f_globals: Any) -> str | None:
-    """The globals Dynamo installed for the frame's code that torch's saved frame does not hold: a module
-    (`___module_collections_…`, named by its id in this process) is saved as one of its imports, as torch
+def _globals_as_imports(compiled: Any, f_globals: Any, guarded: Iterable[str]) -> str | None:
+    """The globals Dynamo installed for the frame's code or its guards (`guarded`: the globals they read
+    from) that torch's saved frame does not hold: a module (`___module_collections_…`, or `_…_c0` for a
+    module a guard reads through, named by its id in this process) is saved as one of its imports, as torch
     saves its own; any other keeps the frame out (why). The program's own globals are the served
     function's."""
     artifacts = compiled._artifacts
     env = artifacts.runtime_env
     imports = dict(env.import_sources)
-    for name in frames.unheld_globals(artifacts, {**imports, **env.used_globals}):
+    unheld = frames.unheld_globals(artifacts, {**imports, **env.used_globals})
+    for name in [*unheld, *sorted(set(guarded) - set(unheld) - set(imports) - set(env.used_globals))]:
         value = f_globals.get(name)
         if isinstance(value, types.ModuleType) and sys.modules.get(value.__name__) is value:
             imports[name] = value.__name__
         elif _installed_by_dynamo(name) or name not in f_globals:
-            return f"its code names {name}, which torch's saved frame does not hold"
+            return f"its code or guards name {name}, which torch's saved frame does not hold"
     runtime_env = dataclasses.replace(env, import_sources=imports)
     compiled._artifacts = dataclasses.replace(artifacts, runtime_env=runtime_env)
     return None

@@ -235,13 +235,14 @@ def _function(value: types.FunctionType, within: tuple[int, ...]) -> str | None:
 
 
 def _held(value: Any, within: tuple[int, ...]) -> str | None:
-    """A closure cell's or a default's value: a constant by its type and repr, a tuple item by item, a
-    function (its own closure included) or any object `describe` names."""
+    """A closure cell's or a default's value: a constant by its type and repr, a tuple or list item by item
+    (`register_dataclass`'s flatten function holds its class's field names so), a function (its own closure
+    included) or any object `describe` names."""
     if value is None or isinstance(value, (bool, int, float, str, bytes)):
         return f"{type(value).__name__} {value!r}"
-    if isinstance(value, tuple):
+    if type(value) in (tuple, list):
         items = [_held(item, within) for item in value]
-        return None if None in items else f"tuple ({', '.join(items)})"  # type: ignore[arg-type]
+        return None if None in items else f"{type(value).__name__} ({', '.join(items)})"  # type: ignore[arg-type]
     if isinstance(value, types.FunctionType):
         return _function(value, within)
     return describe(value)

@@ -193,12 +193,10 @@ def _load(offered: Offered, wrapper: Any, frame: Any) -> tuple[Any, str]:
         why = _differs(checks, wrapper, frame)
         if why is not None:
             return None, why
-        from torch._dynamo.package import load_guards_state
-
         held = external_objects(frame.f_code, getattr(frame, "closure", None), frame.f_globals)
         artifacts = _artifacts(compiled, held)
         artifacts.check_compatibility()
-        guards = load_guards_state(artifacts.guards_state)
+        guards = _guards_state(artifacts)
         if not frame_sources.marked(guards.output_graph, checks.marks):
             return None, "damaged (a dimension mark names no tensor of its guards)"
         offered.loaded = (checks, artifacts, guards)
@@ -223,6 +221,18 @@ def _load(offered: Offered, wrapper: Any, frame: Any) -> tuple[Any, str]:
         artifacts.runtime_env.bytecode, guard_manager, CompileId(frame_id=0, frame_compile_id=0)
     )
     return wrap_guarded_code(guarded), ""
+
+
+def _guards_state(artifacts: Any) -> Any:
+    """The frame's saved guards, read. Reading one that names a module as Dynamo imports it
+    (`__import__('transformers.utils')`, an `ImportSource`) adds that module's identity guard to the trace
+    under way, which outside one fails (torch 2.13); it is read inside a trace of its own, whose guards go
+    unused (the frame's identity checks hold each module's)."""
+    from torch._dynamo.package import load_guards_state
+    from torch._guards import TracingContext, tracing
+
+    with tracing(TracingContext(None)):
+        return load_guards_state(artifacts.guards_state)
 
 
 def _as_dynamos_own(bytecode: types.CodeType, code: types.CodeType) -> None:
