@@ -460,3 +460,23 @@ def test_a_source_that_reads_nothing_alone_never_passes_read_among_the_others() 
     identities = [("G['F']", frame_file.described(F)), ("*L['e']", frame_file.described(None))]
     holds = frame_sources.IdentityChecks(identities, scope).holds
     assert not holds({"e": []}) and not holds({"e": []})
+
+
+@pytest.mark.parametrize(
+    ("source", "found"),
+    [
+        ("L['x']", [("L['x']", "L", "x")]),
+        ("___odict_getitem(L['func'].table, 'k')", [("L['func']", "L", "func")]),
+        ("G['a'][L['b']]", [("G['a']", "G", "a"), ("L['b']", "L", "b")]),
+        # a subscript of a name that ends in G or L is no global or local of the frame
+        (
+            "G['__import_losses'].LOSS_MAPPING['ForCausalLM']",
+            [("G['__import_losses']", "G", "__import_losses")],
+        ),
+        ("L['self'].table['G']", [("L['self']", "L", "self")]),
+    ],
+)
+def test_the_locals_and_globals_a_guard_reads_are_found_anywhere_in_its_source(
+    source: str, found: list[tuple[str, str, str]]
+) -> None:
+    assert frame_sources.roots(source) == found

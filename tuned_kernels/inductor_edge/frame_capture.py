@@ -125,10 +125,9 @@ class _Guards:
                 self.unkept.append(f"{source} is marked unbacked, whose bounds a frame does not keep")
             self.marks.update({(source, a): dims for a, dims in frame_file.marks_of(entry.value)})
         saved = entry.guard_type not in self.unsaved and not self.unsaved & set(entry.derived_guard_types)
-        # anywhere in it: `L['func'].scale`, also `___odict_getitem(L['func'].table, 'k')`
-        roots = list(frame_sources.TOP_LEVEL.finditer(source))
-        self.globals_read.update(r[2][1:-1] for r in roots if r[1] == "G")
-        under_missing = any(r[0] != source and self._missing_in_saved_guards(r[0]) for r in roots)
+        roots = frame_sources.roots(source)
+        self.globals_read.update(name for _, scope, name in roots if scope == "G")
+        under_missing = any(text != source and self._missing_in_saved_guards(text) for text, _, _ in roots)
         if not saved or under_missing:
             described = frame_file.described(entry.value) if entry.has_value else None
             if described is None:

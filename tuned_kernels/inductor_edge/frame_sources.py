@@ -15,8 +15,16 @@ from typing import Any
 
 from tuned_kernels.inductor_edge import frame_file
 
-# a frame's local or global as Dynamo names it (`L['x']`, `G["y"]`): which scope, and the quoted name
-TOP_LEVEL = re.compile(r"""([LG])\[('[^'\\]*'|"[^"\\]*")\]""")
+# a frame's local or global as Dynamo names it (`L['x']`, `G["y"]`): which scope, and the quoted name; not
+# a subscript of a name ending in L or G (`LOSS_MAPPING['ForCausalLM']`)
+TOP_LEVEL = re.compile(r"""(?<![\w.\])])([LG])\[('[^'\\]*'|"[^"\\]*")\]""")
+
+
+def roots(source: str) -> list[tuple[str, str, str]]:
+    """The locals and globals a guard's source reads from, anywhere in it (`L['func'].scale`, also
+    `___odict_getitem(L['func'].table, 'k')`): each as its text, its scope (L or G) and its name."""
+    return [(found[0], found[1], found[2][1:-1]) for found in TOP_LEVEL.finditer(source)]
+
 
 MISSING = object()  # what a source that finds nothing reads as
 
