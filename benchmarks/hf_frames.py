@@ -1,0 +1,168 @@
+"""Where a bundle serves Hugging Face transformers models nobody here wrote, on the CPU (Inductor's C++
+back end): each case (a model of benchmarks/hf_frames_app.py, compiled in one of the ways its users write)
+is captured in one folder, then served from its bundle in another, each in a fresh process with empty
+caches of its own. A row says how many Dynamo frames the capture saved, whether the served run loaded them
+(Dynamo traced nothing), found its graphs in the caches the bundle filled or compiled any, and whether its
+outputs equal the capture's.
+
+    python benchmarks/hf_frames.py [--cases gpt2:compile,...] [--out results.md]"""
+
+from __future__ import annotations
+
+import argparse
+import datetime
+import json
+import os
+import platform
+import re
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+from typing import Any
+
+ROOT = Path(__file__).resolve().parents[1]
+APP = ROOT / "benchmarks" / "hf_frames_app.py"
+ARCHITECTURES = [
+    "gpt2",
+    "llama",
+    "mistral",
+    "qwen2",
+    "gemma",
+    "phi3",
+    "gpt_neox",
+    "bloom",
+    "opt",
+    "mixtral",
+    "qwen2_moe",
+    "mamba",
+    "bert",
+    "roberta",
+    "t5",
+    "bart",
+    "vit",
+    "resnet",
+    "convnext",
+]
+STYLES = ("fullgraph", "module-compile", "decorated", "two-lengths", "graph-break", "train")
+CASES = [f"{a}:compile" for a in ARCHITECTURES] + [f"gpt2:{s}" for s in STYLES] + ["llama:train"]
+RUN_S = 900
+
+
+def run(folder: Path, command: list[str], **extra: str) -> tuple[dict[str, Any], str, float]:
+    """The command in `folder`, its HOME, with empty Inductor, Triton and overlay caches there: the app's
+    report, its standard error and its wall time."""
+    folder.mkdir(parents=True)
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("TUNED_KERNELS", "TORCHINDUCTOR"))}
+    env |= {
+        "HOME": str(folder),
+        "TORCHINDUCTOR_CACHE_DIR": str(folder / "inductor"),
+        "TRITON_CACHE_DIR": str(folder / "triton"),
+        "TUNED_KERNELS_CACHE_DIR": str(folder / "overlay"),
+        "HF_HUB_OFFLINE": "1",
+        "TRITON_INTERPRET": "1",
+        "TORCHINDUCTOR_VEC_ISA_OK": "1",
+        **extra,
+    }
+    started = time.perf_counter()
+    done = subprocess.run(command, env=env, cwd=folder, capture_output=True, text=True, timeout=RUN_S)
+    wall = time.perf_counter() - started
+    if done.returncode != 0 or "RESULT " not in done.stdout:
+        return (
+            {"failed": done.stderr.strip().splitlines()[-1:] or [f"exit {done.returncode}"]},
+            done.stderr,
+            wall,
+        )
+    return json.loads(done.stdout.split("RESULT ", 1)[1].splitlines()[0]), done.stderr, wall
+
+
+def case(name: str, folder: Path) -> dict[str, Any]:
+    arch, style = name.split(":")
+    bundle = folder / "bundle.pb.zst"
+    app = [sys.executable, str(APP), arch, style]
+    captured, said, capture_s = run(
+        folder / "capture", [sys.executable, "-m", "tuned_kernels", "capture", "-o", str(bundle), "--", *app]
+    )
+    saved = re.search(r"(\d+) Dynamo frames?,", said)
+    not_saved = [line for line in said.splitlines() if "Dynamo frame" in line and "not saved" in line]
+    row: dict[str, Any] = {
+        "case": name,
+        "capture": captured,
+        "capture_s": round(capture_s, 1),
+        "frames_saved": int(saved[1]) if saved else 0,
+        "first_not_saved": not_saved[0].split("tuned-kernels: ", 1)[-1][:300] if not_saved else None,
+    }
+    if "failed" in captured:
+        return row
+    served, said, serve_s = run(
+        folder / "served", app, TUNED_KERNELS="1", TUNED_KERNELS_PATH=str(bundle), TUNED_KERNELS_VERBOSE="1"
+    )
+    summary = [line for line in said.splitlines() if "torch.compile graphs:" in line]
+    row |= {"served": served, "serve_s": round(serve_s, 1), "summary": summary[0] if summary else None}
+    return row
+
+
+def verdict(row: dict[str, Any]) -> str:
+    served = row.get("served", {})
+    if "failed" in row["capture"] or "failed" in served:
+        return "failed"
+    if served.get("objects_compiled") or served.get("fxgraph_misses"):
+        return "compiled"
+    if served.get("graphs_traced") == 0:
+        return "frames loaded, nothing traced"
+    return "traced, graphs from the caches"
+
+
+def table(rows: list[dict[str, Any]]) -> str:
+    lines = [
+        "| model:how compiled | frames saved | served | frames loaded / traced | graphs from caches | compiled "
+        "| outputs | why a frame was not saved (first) |",
+        "|---|---|---|---|---|---|---|---|",
+    ]
+    for row in rows:
+        served = row.get("served", {})
+        same = served.get("digest") is not None and served.get("digest") == row["capture"].get("digest")
+        lines.append(
+            f"| {row['case']} | {row['frames_saved']} | {verdict(row)} | "
+            f"{served.get('frames_served', '-')} / {served.get('graphs_traced', '-')} | "
+            f"{served.get('fxgraph_hits', '-')} | {len(served.get('objects_compiled') or [])} | "
+            f"{'equal' if same else 'DIFFER'} | {(row['first_not_saved'] or '').replace('|', '/')[:160]} |"
+        )
+    return "\n".join(lines)
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
+    parser.add_argument("--cases", default=",".join(CASES), help="MODEL:STYLE,... (hf_frames_app.py's)")
+    parser.add_argument("--out", type=Path, help="the table and each case's record, as Markdown")
+    args = parser.parse_args()
+    import torch
+    import transformers
+
+    rows = []
+    with tempfile.TemporaryDirectory(prefix="hf-frames-") as scratch:
+        for at, name in enumerate(args.cases.split(",")):
+            rows.append(case(name, Path(scratch) / str(at)))
+            print(table(rows[-1:]).splitlines()[-1], flush=True)
+    commit = subprocess.run(
+        ["git", "rev-parse", "--short", "HEAD"], capture_output=True, text=True, cwd=ROOT, timeout=30
+    ).stdout.strip()
+    header = (
+        f"Hugging Face models served from bundles on the CPU, {datetime.date.today()}, commit {commit}: "
+        f"torch {torch.__version__}, transformers {transformers.__version__}, Python {platform.python_version()}; "
+        "`python benchmarks/hf_frames.py`. Each case captured in one folder and served in another, fresh "
+        "processes, empty caches. 'frames loaded / traced': Dynamo frames the served run loaded from the "
+        "bundle / graphs Dynamo traced in it; 'graphs from caches': Inductor's FX-graph hits.\n"
+    )
+    report = f"{header}\n{table(rows)}\n"
+    print(report)
+    if args.out:
+        records = "\n".join(json.dumps(row) for row in rows)
+        args.out.write_text(f"{report}\nEach case's record:\n\n```\n{records}\n```\n")
+
+
+if __name__ == "__main__":
+    main()
