@@ -1,5 +1,5 @@
 """Where a bundle serves Hugging Face transformers models nobody here wrote, on the CPU (Inductor's C++
-back end): each case (a model of benchmarks/hf_frames_app.py, compiled in one of the ways its users write)
+back end): each case (a model of tests/corpora/hf_frames_app.py, compiled in one of the ways its users write)
 is captured in one folder, then served from its bundle in another, each in a fresh process with empty
 caches of its own. A row says how many Dynamo frames the capture saved, whether the served run loaded them
 (Dynamo traced nothing), found its graphs in the caches the bundle filled or compiled any, and whether its
@@ -23,7 +23,7 @@ from pathlib import Path
 from typing import Any
 
 ROOT = Path(__file__).resolve().parents[1]
-APP = ROOT / "benchmarks" / "hf_frames_app.py"
+APP = ROOT / "tests" / "corpora" / "hf_frames_app.py"
 ARCHITECTURES = [
     "gpt2",
     "llama",
