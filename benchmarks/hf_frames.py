@@ -1,11 +1,14 @@
 """Where a bundle serves Hugging Face transformers models nobody here wrote, on the CPU (Inductor's C++
-back end): each case (a model of tests/corpora/hf_frames_app.py, compiled in one of the ways its users write)
-is captured in one folder, then served from its bundle in another, each in a fresh process with empty
-caches of its own. A row says how many Dynamo frames the capture saved, whether the served run loaded them
-(Dynamo traced nothing), found its graphs in the caches the bundle filled or compiled any, and whether its
-outputs equal the capture's.
+back end) or a GPU: each case (a model of tests/corpora/hf_frames_app.py, compiled in one of the ways its
+users write) is captured in one folder, then served from its bundle in another, each in a fresh process with
+empty caches of its own. A row says how many Dynamo frames the capture saved, whether the served run loaded
+them (Dynamo traced nothing), found its graphs in the caches the bundle filled or compiled any, the
+autotuning Inductor ran in it, and whether its outputs equal the capture's. With --baselines, the first
+compiled call also runs without tuned-kernels with empty caches and again with those caches warm, and the
+row sets the served first call beside both.
 
-    python benchmarks/hf_frames.py [--cases gpt2:compile,...] [--out results.md]"""
+    python benchmarks/hf_frames.py [--cases gpt2:compile,...] [--device cuda] [--mode max-autotune]
+                                   [--baselines] [--out results.md]"""
 
 from __future__ import annotations
 
@@ -51,9 +54,9 @@ RUN_S = 900
 
 
 def run(folder: Path, command: list[str], **extra: str) -> tuple[dict[str, Any], str, float]:
-    """The command in `folder`, its HOME, with empty Inductor, Triton and overlay caches there: the app's
-    report, its standard error and its wall time."""
-    folder.mkdir(parents=True)
+    """The command in `folder`, its HOME, with the Inductor, Triton and overlay caches there (empty at the
+    folder's first run): the app's report, its standard error and its wall time."""
+    folder.mkdir(parents=True, exist_ok=True)
     env = {k: v for k, v in os.environ.items() if not k.startswith(("TUNED_KERNELS", "TORCHINDUCTOR"))}
     env |= {
         "HOME": str(folder),
@@ -61,7 +64,6 @@ def run(folder: Path, command: list[str], **extra: str) -> tuple[dict[str, Any],
         "TRITON_CACHE_DIR": str(folder / "triton"),
         "TUNED_KERNELS_CACHE_DIR": str(folder / "overlay"),
         "HF_HUB_OFFLINE": "1",
-        "TRITON_INTERPRET": "1",
         "TORCHINDUCTOR_VEC_ISA_OK": "1",
         **extra,
     }
@@ -77,12 +79,15 @@ def run(folder: Path, command: list[str], **extra: str) -> tuple[dict[str, Any],
     return json.loads(done.stdout.split("RESULT ", 1)[1].splitlines()[0]), done.stderr, wall
 
 
-def case(name: str, folder: Path) -> dict[str, Any]:
+def case(name: str, folder: Path, device: str, mode: str, baselines: bool) -> dict[str, Any]:
     arch, style = name.split(":")
     bundle = folder / "bundle.pb.zst"
-    app = [sys.executable, str(APP), arch, style]
+    app = [sys.executable, str(APP), arch, style, device, *([mode] if mode != "default" else [])]
+    on = {"TRITON_INTERPRET": "1"} if device == "cpu" else {}  # Triton's kernels on the CPU, if any
     captured, said, capture_s = run(
-        folder / "capture", [sys.executable, "-m", "tuned_kernels", "capture", "-o", str(bundle), "--", *app]
+        folder / "capture",
+        [sys.executable, "-m", "tuned_kernels", "capture", "-o", str(bundle), "--", *app],
+        **on,
     )
     saved = re.search(r"(\d+) Dynamo frames?,", said)
     not_saved = [line for line in said.splitlines() if "Dynamo frame" in line and "not saved" in line]
@@ -96,10 +101,19 @@ def case(name: str, folder: Path) -> dict[str, Any]:
     if "failed" in captured:
         return row
     served, said, serve_s = run(
-        folder / "served", app, TUNED_KERNELS="1", TUNED_KERNELS_PATH=str(bundle), TUNED_KERNELS_VERBOSE="1"
+        folder / "served",
+        app,
+        TUNED_KERNELS="1",
+        TUNED_KERNELS_PATH=str(bundle),
+        TUNED_KERNELS_VERBOSE="1",
+        **on,
     )
     summary = [line for line in said.splitlines() if "torch.compile graphs:" in line]
     row |= {"served": served, "serve_s": round(serve_s, 1), "summary": summary[0] if summary else None}
+    if baselines:
+        for plain in ("cold", "warm"):  # warm: Inductor's caches as the cold run left them
+            row[plain], _, seconds = run(folder / "plain", app, **on)
+            row[f"{plain}_s"] = round(seconds, 1)
     return row
 
 
@@ -117,19 +131,38 @@ def verdict(row: dict[str, Any]) -> str:
 def table(rows: list[dict[str, Any]]) -> str:
     lines = [
         "| model:how compiled | frames saved | served | frames loaded / traced | graphs from caches | compiled "
-        "| outputs | why a frame was not saved (first) |",
-        "|---|---|---|---|---|---|---|---|",
+        "| Inductor tuned: benchmarks / autotunes / coordinate descents | first call s: served vs default, no "
+        "caches / warm | outputs | why a frame was not saved (first) |",
+        "|---|---|---|---|---|---|---|---|---|---|",
     ]
     for row in rows:
         served = row.get("served", {})
         same = served.get("digest") is not None and served.get("digest") == row["capture"].get("digest")
+        tuned = " / ".join(
+            str(served.get(k, "-"))
+            for k in ("gpu_benchmarks", "generated_kernel_autotunes", "coordinate_descent")
+        )
         lines.append(
             f"| {row['case']} | {row['frames_saved']} | {verdict(row)} | "
             f"{served.get('frames_served', '-')} / {served.get('graphs_traced', '-')} | "
-            f"{served.get('fxgraph_hits', '-')} | {len(served.get('objects_compiled') or [])} | "
-            f"{'equal' if same else 'DIFFER'} | {(row['first_not_saved'] or '').replace('|', '/')[:160]} |"
+            f"{served.get('fxgraph_hits', '-')} | {len(served.get('objects_compiled') or [])} | {tuned} | "
+            f"{first_calls(row)} | {'equal' if same else 'DIFFER'} | "
+            f"{(row['first_not_saved'] or '').replace('|', '/')[:160]} |"
         )
     return "\n".join(lines)
+
+
+def first_calls(row: dict[str, Any]) -> str:
+    """The served first call's seconds beside the plain runs' (cold, warm) and as a share of each."""
+    served = row.get("served", {}).get("first_call_s")
+    if served is None:
+        return "-"
+    said = f"{served:.2f}"
+    plain = [row.get(k, {}).get("first_call_s") for k in ("cold", "warm")]
+    if None in plain:
+        return said
+    cold, warm = plain
+    return f"{said} vs {cold:.2f} / {warm:.2f} = {served / cold:.2f}x / {served / warm:.2f}x"
 
 
 def main() -> None:
@@ -137,31 +170,46 @@ def main() -> None:
         description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
     )
     parser.add_argument("--cases", default=",".join(CASES), help="MODEL:STYLE,... (hf_frames_app.py's)")
+    parser.add_argument("--device", default="cpu", choices=("cpu", "cuda"))
+    parser.add_argument(
+        "--mode", default="default", help="torch.compile's mode, e.g. max-autotune-no-cudagraphs"
+    )
+    parser.add_argument(
+        "--baselines", action="store_true", help="also time the first call without tuned-kernels"
+    )
     parser.add_argument("--out", type=Path, help="the table and each case's record, as Markdown")
     args = parser.parse_args()
     import torch
     import transformers
 
-    rows = []
+    commit = (
+        subprocess.run(
+            ["git", "rev-parse", "--short", "HEAD"], capture_output=True, text=True, cwd=ROOT, timeout=30
+        ).stdout.strip()
+        or "(not a git checkout)"
+    )
+    device = torch.cuda.get_device_name() if args.device == "cuda" else "the CPU"
+    header = (
+        f"Hugging Face models served from bundles on {device}, torch.compile mode {args.mode}, "
+        f"{datetime.date.today()}, commit {commit}: torch {torch.__version__}, transformers "
+        f"{transformers.__version__}, Python {platform.python_version()}; `python benchmarks/hf_frames.py "
+        f"{' '.join(sys.argv[1:])}`. Each case captured in one folder and served in another, fresh processes, "
+        "empty caches. 'frames loaded / traced': Dynamo frames the served run loaded from the bundle / graphs "
+        "Dynamo traced in it; 'graphs from caches': Inductor's FX-graph hits; 'Inductor tuned': what it really "
+        "benchmarked, autotuned and coordinate-descended in the served run; 'first call': the first compiled "
+        "call to its result.\n"
+    )
+    rows: list[dict[str, Any]] = []
     with tempfile.TemporaryDirectory(prefix="hf-frames-") as scratch:
         for at, name in enumerate(args.cases.split(",")):
-            rows.append(case(name, Path(scratch) / str(at)))
+            rows.append(case(name, Path(scratch) / str(at), args.device, args.mode, args.baselines))
             print(table(rows[-1:]).splitlines()[-1], flush=True)
-    commit = subprocess.run(
-        ["git", "rev-parse", "--short", "HEAD"], capture_output=True, text=True, cwd=ROOT, timeout=30
-    ).stdout.strip()
-    header = (
-        f"Hugging Face models served from bundles on the CPU, {datetime.date.today()}, commit {commit}: "
-        f"torch {torch.__version__}, transformers {transformers.__version__}, Python {platform.python_version()}; "
-        "`python benchmarks/hf_frames.py`. Each case captured in one folder and served in another, fresh "
-        "processes, empty caches. 'frames loaded / traced': Dynamo frames the served run loaded from the "
-        "bundle / graphs Dynamo traced in it; 'graphs from caches': Inductor's FX-graph hits.\n"
-    )
-    report = f"{header}\n{table(rows)}\n"
-    print(report)
-    if args.out:
-        records = "\n".join(json.dumps(row) for row in rows)
-        args.out.write_text(f"{report}\nEach case's record:\n\n```\n{records}\n```\n")
+            if args.out:  # after each case: a run stopped at its time limit keeps the cases it finished
+                records = "\n".join(json.dumps(row) for row in rows)
+                args.out.write_text(
+                    f"{header}\n{table(rows)}\n\nEach case's record:\n\n```\n{records}\n```\n"
+                )
+    print(f"{header}\n{table(rows)}")
 
 
 if __name__ == "__main__":

@@ -7,8 +7,9 @@
 #   the GPU, its table in $OUT/serving-matrix.md; MATRIX_ROWS: parts of row names, to run some), helion,
 #   miss (benchmarks/miss.py, with its MISS_ARGS), predict-first (benchmarks/predict_first_call.py), verify (benchmarks/verify_start.py, on
 #   this machine's CPU: carry cryptography and cffi wheels), timing-noise (benchmarks/timing_noise.py), card-ranking
-#   (benchmarks/card_ranking.py --from CARD_RANKING_FROM, a speedup result file in the tree) and/or
-#   benchmarks/run.py's --steps.
+#   (benchmarks/card_ranking.py --from CARD_RANKING_FROM, a speedup result file in the tree), hf
+#   (benchmarks/hf_frames.py --device cuda --baselines with its HF_ARGS: Hugging Face models captured and
+#   served, the machine's own transformers; its table in $OUT/hf-frames.md) and/or benchmarks/run.py's --steps.
 #   helion: benchmarks/helion_first_call.py, its HELION_MODES (default all) in HELION_WORK (kept in
 #   $OUT/helion-work.tgz, to carry to the next call: a search of every kernel may take most of one call).
 #   A failing test or step makes the script exit non-zero, after the other steps have run.
@@ -77,6 +78,10 @@ if [[ ,$STEPS, == *,card-ranking,* ]]; then
   # the configs whose choice differed between runs of a speedup file (CARD_RANKING_FROM), timed on each GPU
   python3 "$REPO/benchmarks/card_ranking.py" --from "$REPO/$CARD_RANKING_FROM" --json "$OUT/card-ranking.json" 2>&1 | tail -30 || failed=1
   STEPS=${STEPS/card-ranking/}; STEPS=${STEPS//,,/,}; STEPS=${STEPS#,}; STEPS=${STEPS%,}
+fi
+if [[ ,$STEPS, == *,hf,* ]]; then
+  python3 "$REPO/benchmarks/hf_frames.py" --device cuda --baselines ${HF_ARGS:-} --out "$OUT/hf-frames.md" 2>&1 | tail -40 || failed=1
+  STEPS=${STEPS/hf/}; STEPS=${STEPS//,,/,}; STEPS=${STEPS#,}; STEPS=${STEPS%,}
 fi
 if [[ ,$STEPS, == *,timing-noise,* ]]; then
   python3 "$REPO/benchmarks/timing_noise.py" ${TIMING_NOISE_ARGS:-} --json "$OUT/timing-noise.json" 2>&1 | tail -12 || failed=1

@@ -1,7 +1,9 @@
 """A Hugging Face transformers model nobody here wrote, built small from its config (no download), run
-eagerly and under torch.compile as its users write it: `python hf_frames_app.py ARCH STYLE`. Checks the
-compiled outputs against eager PyTorch and prints `RESULT {...}`: a digest of them, Dynamo's graphs and
-Inductor's graph look-ups, and, where tuned-kernels serves, what it says of the frames and graphs."""
+eagerly and under torch.compile as its users write it: `python hf_frames_app.py ARCH STYLE [DEVICE [MODE]]`
+(DEVICE cpu or cuda, MODE a torch.compile mode). Checks the compiled outputs against eager PyTorch and prints
+`RESULT {...}`: a digest of them, the seconds of the first compiled call, Dynamo's graphs, Inductor's graph
+look-ups and the autotuning Inductor really ran in this process, and, where tuned-kernels serves, what it
+says of the frames and graphs."""
 
 from __future__ import annotations
 
@@ -9,11 +11,13 @@ import hashlib
 import json
 import os
 import sys
+import time
 from collections.abc import Callable
 from typing import Any
 
 import torch
 import transformers as hf
+from inductor_model import RealWork
 from torch._dynamo.utils import counters
 
 LM = {
@@ -136,72 +140,104 @@ def output(result: Any) -> torch.Tensor:
     return result[0]
 
 
-def main(arch: str, style: str) -> dict[str, Any]:
+def main(arch: str, style: str, device: str, mode: str | None) -> dict[str, Any]:
     model_class, config_class, config, takes = MODELS[arch]
     torch.manual_seed(0)
-    model = getattr(hf, model_class)(getattr(hf, config_class)(**config)).eval()
+    model = getattr(hf, model_class)(getattr(hf, config_class)(**config)).eval().to(device)
     image = takes.get("image", False)
-    x = torch.randn(2, 3, 32, 32) if image else torch.randint(0, 128, (2, 16))
+    x = (torch.randn(2, 3, 32, 32) if image else torch.randint(0, 128, (2, 16))).to(device)
     extra: dict[str, Any] = {} if image or takes.get("no_cache") else {"use_cache": False}
     if takes.get("decoder"):
         extra["decoder_input_ids"] = x
+    clock = FirstCall(device)
 
     def run(fn: Callable[..., Any], inputs: torch.Tensor) -> torch.Tensor:
         return output(fn(inputs, **extra))
 
+    def compile(fn: Any, **how: Any) -> Any:
+        return torch.compile(fn, mode=mode, **how)
+
     if style == "train":
-        return _train(model, x, extra)
+        return _train(model, x, extra, compile(model), clock)
     with torch.no_grad():
         eager = run(model, x)
         if style == "compile":
-            compiled = run(torch.compile(model), x)
+            compiled = clock.time(run, compile(model), x)
         elif style == "fullgraph":
-            compiled = run(torch.compile(model, fullgraph=True), x)
+            compiled = clock.time(run, compile(model, fullgraph=True), x)
         elif style == "module-compile":
-            model.compile()
-            compiled = run(model, x)
+            model.compile(mode=mode)
+            compiled = clock.time(run, model, x)
         elif style == "decorated":
 
-            @torch.compile
+            @compile
             def probabilities(inputs: torch.Tensor) -> torch.Tensor:
                 return run(model, inputs).float().softmax(-1)
 
-            eager, compiled = eager.float().softmax(-1), probabilities(x)
+            eager, compiled = eager.float().softmax(-1), clock.time(probabilities, x)
         elif style == "graph-break":
 
-            @torch.compile
+            @compile
             def logged(inputs: torch.Tensor) -> torch.Tensor:
                 hidden = run(model, inputs)
                 print("between the model and its softmax", file=sys.stderr)
                 return hidden.float().softmax(-1)
 
-            eager, compiled = eager.float().softmax(-1), logged(x)
+            eager, compiled = eager.float().softmax(-1), clock.time(logged, x)
         elif style == "two-lengths":  # a second length: Dynamo compiles again, for a dynamic length
-            once = torch.compile(model)
-            torch.testing.assert_close(run(once, x), eager, rtol=1e-4, atol=1e-4)
-            longer = torch.randint(0, 128, (2, 24))
+            once = compile(model)
+            torch.testing.assert_close(clock.time(run, once, x), eager, rtol=1e-4, atol=1e-4)
+            longer = torch.randint(0, 128, (2, 24)).to(device)
             eager, compiled = run(model, longer), run(once, longer)
         else:
             raise SystemExit(f"unknown style {style}: one of {', '.join(STYLES)}")
     torch.testing.assert_close(compiled, eager, rtol=1e-4, atol=1e-4)
-    return {"digest": hashlib.sha256(compiled.numpy().tobytes()).hexdigest()[:16]}
+    return {"digest": digest(compiled), "first_call_s": clock.seconds}
 
 
-def _train(model: Any, ids: torch.Tensor, extra: dict[str, Any]) -> dict[str, Any]:
-    """Two steps of training (forward with the loss, backward, SGD) through the compiled model."""
+class FirstCall:
+    """The seconds of the first compiled call, to its result on the device."""
+
+    def __init__(self, device: str) -> None:
+        self.device, self.seconds = device, 0.0
+
+    def time(self, fn: Callable[..., Any], *args: Any) -> Any:
+        started = time.perf_counter()
+        result = fn(*args)
+        if self.device == "cuda":
+            torch.cuda.synchronize()
+        self.seconds = round(time.perf_counter() - started, 3)
+        return result
+
+
+def digest(t: torch.Tensor) -> str:
+    return hashlib.sha256(t.detach().cpu().numpy().tobytes()).hexdigest()[:16]
+
+
+def _train(
+    model: Any, ids: torch.Tensor, extra: dict[str, Any], compiled: Any, clock: FirstCall
+) -> dict[str, Any]:
+    """Two steps of training (forward with the loss, backward, SGD) through the compiled model, the first
+    one timed."""
     optimizer = torch.optim.SGD(model.parameters(), lr=0.1)
     model.train()
-    compiled = torch.compile(model)
-    for _ in range(2):
+
+    def step() -> torch.Tensor:
         loss = compiled(ids, labels=ids, **extra).loss
         loss.backward()
         optimizer.step()
         optimizer.zero_grad()
-    return {"digest": hashlib.sha256(loss.detach().numpy().tobytes()).hexdigest()[:16]}
+        return loss  # type: ignore[no-any-return]
+
+    clock.time(step)
+    return {"digest": digest(step()), "first_call_s": clock.seconds}
 
 
 if __name__ == "__main__":
-    report = main(sys.argv[1], sys.argv[2])
+    device = sys.argv[3] if len(sys.argv) > 3 else "cpu"
+    real = RealWork()  # counted from before the first compiled call
+    report = main(sys.argv[1], sys.argv[2], device, sys.argv[4] if len(sys.argv) > 4 else None)
+    report |= real.counts
     report |= {
         "graphs_traced": counters["stats"]["unique_graphs"],
         "fxgraph_hits": counters["inductor"]["fxgraph_cache_hit"],

@@ -6,6 +6,7 @@ cannot be saved so is said once."""
 
 from __future__ import annotations
 
+import builtins
 import contextlib
 import dataclasses
 import hashlib
@@ -13,7 +14,7 @@ import io
 import shutil
 import sys
 import types
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Iterator, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -58,7 +59,7 @@ def _save(wrapper: Any, frame: Any, folder: Path) -> str | None:
     entries = folder.parent / "aotautograd"
     before = set(entries.iterdir()) if entries.is_dir() else set()
     try:
-        with frame_compile.through_graph_cache() as lookups:
+        with frame_compile.through_graph_cache() as lookups, _builtins_kept():
             if lookups is None:
                 return "this torch's compile of it cannot be read through Inductor's cache"
             compiled = aot_compile_fullgraph(
@@ -165,6 +166,48 @@ def _globals_as_imports(compiled: Any, f_globals: Any, guarded: Iterable[str]) -
     runtime_env = dataclasses.replace(env, import_sources=imports)
     compiled._artifacts = dataclasses.replace(artifacts, runtime_env=runtime_env)
     return None
+
+
+@contextlib.contextmanager
+def _builtins_kept() -> Iterator[None]:
+    """torch before 2.12 leaves the builtins a frame's code names (transformers' `type(...)`) out of the
+    globals it saves with the frame, and its own check then refuses the frame ("Missing required external
+    references: ['type']"): while a frame is compiled ahead of time they are added, as later torch does
+    (where it did, nothing is left to add)."""
+    from torch._dynamo import convert_frame
+
+    capture = getattr(convert_frame, "GraphCaptureOutput", None)
+    if capture is None:
+        yield
+        return
+    original = capture.get_runtime_env
+
+    def with_builtins(self: Any) -> Any:
+        env = original(self)
+        for ref in getattr(env, "external_refs", ()):
+            if ref in env.used_globals:
+                continue
+            if ref.startswith("__builtins_dict__") and ref in self.f_globals:
+                env.used_globals[ref] = {k: v for k, v in self.f_globals[ref].items() if _picklable(v)}
+            elif ref not in self.f_globals and hasattr(builtins, ref):
+                env.used_globals[ref] = getattr(builtins, ref)
+        return env
+
+    capture.get_runtime_env = with_builtins
+    try:
+        yield
+    finally:
+        capture.get_runtime_env = original
+
+
+def _picklable(value: Any) -> bool:
+    import pickle
+
+    try:
+        pickle.dumps(value)
+    except Exception:
+        return False
+    return True
 
 
 def _installed_by_dynamo(name: str) -> bool:
