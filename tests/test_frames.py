@@ -283,6 +283,7 @@ def _itself() -> types.FunctionType:
         (json, "module json"),
         (Path, "class pathlib.Path"),
         (len, "builtin builtins.len"),
+        (torch._C._get_tracing_state, "builtin torch._C._get_tracing_state"),  # pybind11's: bound to a record
         ("relu", None),  # a string: guarded by value, never by identity
         (str.upper, "descriptor builtins.str.upper"),
         (_holding(object()), None),  # a cell holding an instance: not described
@@ -371,6 +372,55 @@ def test_a_frame_is_saved_only_where_each_forward_graph_is_the_one_the_program_c
     from tuned_kernels.inductor_edge.frame_compile import Lookups
 
     assert (Lookups(forward, backward).why_not_saved() is None) == saved
+
+
+def test_a_guard_whose_value_torch_did_not_read_is_described_as_the_frame_holds_it() -> None:
+    """A guard torch gives no value for is described as the frame holds its source (a builtin reached
+    through a module Dynamo imported for the trace, `G['__import_…']`), not refused; one whose source
+    finds nothing in the frame is refused, named."""
+    from tuned_kernels.inductor_edge.frame_capture import _Guards
+
+    frame = types.SimpleNamespace(f_locals={}, f_globals={"__import_torch": torch})
+    for source, identities, unkept in [
+        (
+            "G['__import_torch']._C._get_tracing_state",
+            {"G['__import_torch']._C._get_tracing_state": "builtin torch._C._get_tracing_state"},
+            False,
+        ),
+        ("G['nothing_here'].f", {}, True),
+    ]:
+        entry = types.SimpleNamespace(
+            name=source,
+            has_value=False,
+            value=object(),
+            guard_type="BUILTIN_MATCH",
+            derived_guard_types=(),
+            orig_guard=types.SimpleNamespace(name=source),
+        )
+        guards = _Guards({"BUILTIN_MATCH"}, frame)
+        assert guards.keep([entry]) == [False]
+        assert guards.identities == identities
+        assert bool(guards.unkept) == unkept and (not unkept or source in guards.unkept[0])
+
+
+def test_the_builtins_a_frames_code_names_are_kept_with_it_where_torch_leaves_them_out() -> None:
+    """torch before 2.12 saved a frame's globals without the builtins its code names (`type`), and then
+    refused to load it; while capture compiles a frame they are added."""
+    from torch._dynamo import convert_frame
+
+    from tuned_kernels.inductor_edge.frame_capture import _builtins_kept
+
+    capture = convert_frame.GraphCaptureOutput
+    left_out = types.SimpleNamespace(used_globals={}, external_refs={"type", "HELPER"})
+    original = capture.get_runtime_env
+    capture.get_runtime_env = lambda self: left_out  # type: ignore[method-assign]
+    try:
+        with _builtins_kept():
+            env = capture.get_runtime_env(types.SimpleNamespace(f_globals={"HELPER": 1}))
+        assert capture.get_runtime_env(None) is left_out  # as it was, once the compile is over
+    finally:
+        capture.get_runtime_env = original  # type: ignore[method-assign]
+    assert env.used_globals == {"type": type}  # the program's own global is the served function's
 
 
 def _passed_through(fn: Callable[[int], int]) -> Callable[[int], int]:

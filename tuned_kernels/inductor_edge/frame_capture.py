@@ -130,7 +130,8 @@ class _Guards:
         self.globals_read.update(name for _, scope, name in roots if scope == "G")
         under_missing = any(text != source and self._missing_in_saved_guards(text) for text, _, _ in roots)
         if not saved or under_missing:
-            described = frame_file.described(entry.value) if entry.has_value else None
+            value = self._value(entry, source)
+            described = None if value is frame_sources.MISSING else frame_file.described(value)
             if described is None:
                 what = "the identity of" if not saved else "the value of"
                 self.unkept.append(
@@ -139,6 +140,12 @@ class _Guards:
             else:
                 self.identities[source] = described
         return saved
+
+    def _value(self, entry: Any, source: str) -> Any:
+        """What the guard checks: as torch read it, or, where it gives none, as the frame holds it now."""
+        if entry.has_value:
+            return entry.value
+        return frame_sources.read_source(source, self.frame.f_locals, self.frame.f_globals)
 
     def _missing_in_saved_guards(self, root: str) -> bool:
         if root not in self.missing:

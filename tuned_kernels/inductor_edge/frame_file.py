@@ -24,6 +24,7 @@ import enum
 import hashlib
 import json
 import re
+import sys
 import types
 from dataclasses import dataclass
 from typing import Any
@@ -173,6 +174,9 @@ def describe(value: Any) -> str | None:
         if owner is None or isinstance(owner, type):
             where = owner.__module__ if isinstance(owner, type) else value.__module__
             return f"builtin {where}.{value.__qualname__}"
+        module = sys.modules.get(getattr(value, "__module__", None) or "")
+        if getattr(module, value.__name__, None) is value:  # pybind11's (torch._C's): bound to a record
+            return f"builtin {module.__name__}.{value.__name__}"  # type: ignore[union-attr]
         return None  # a method bound to an instance
     if isinstance(value, (types.MethodDescriptorType, types.WrapperDescriptorType)):
         owner = value.__objclass__
