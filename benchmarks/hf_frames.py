@@ -8,7 +8,10 @@ compiled call also runs without tuned-kernels with empty caches and again with t
 row sets the served first call beside both.
 
     python benchmarks/hf_frames.py [--cases gpt2:compile,...] [--device cuda] [--mode max-autotune]
-                                   [--baselines] [--out results.md]"""
+                                   [--baselines] [--out results.md]
+
+Name the file by date and commit (`results-DEVICE-DATE-COMMIT-hf-frames.md`): a GPU machine's copy of the
+tree may not know its commit."""
 
 from __future__ import annotations
 
@@ -182,16 +185,10 @@ def main() -> None:
     import torch
     import transformers
 
-    commit = (
-        subprocess.run(
-            ["git", "rev-parse", "--short", "HEAD"], capture_output=True, text=True, cwd=ROOT, timeout=30
-        ).stdout.strip()
-        or "(not a git checkout)"
-    )
     device = torch.cuda.get_device_name() if args.device == "cuda" else "the CPU"
     header = (
         f"Hugging Face models served from bundles on {device}, torch.compile mode {args.mode}, "
-        f"{datetime.date.today()}, commit {commit}: torch {torch.__version__}, transformers "
+        f"{datetime.date.today()}: torch {torch.__version__}, transformers "
         f"{transformers.__version__}, Python {platform.python_version()}; `python benchmarks/hf_frames.py "
         f"{' '.join(sys.argv[1:])}`. Each case captured in one folder and served in another, fresh processes, "
         "empty caches. 'frames loaded / traced': Dynamo frames the served run loaded from the bundle / graphs "
