@@ -292,6 +292,8 @@ def _itself() -> types.FunctionType:
         (_holding((1, "a")), "cell held=tuple (int 1, str 'a')"),
         (_holding(["value"]), "cell held=list (str 'value')"),  # register_dataclass's field names
         (_holding([object()]), None),
+        (_holding({"use_cache": False}), "cell held=dict (str 'use_cache': bool False)"),  # keyword arguments
+        (_holding({"layer": object()}), None),
         (Verdict.SERVED, "enum member tests.test_frames.Verdict.SERVED"),
         ([].append, None),  # a method bound to an instance
         (torch.ops.aten.add, "operator aten::add"),  # each process's registry makes its own object

@@ -240,13 +240,18 @@ def _function(value: types.FunctionType, within: tuple[int, ...]) -> str | None:
 
 def _held(value: Any, within: tuple[int, ...]) -> str | None:
     """A closure cell's or a default's value: a constant by its type and repr, a tuple or list item by item
-    (`register_dataclass`'s flatten function holds its class's field names so), a function (its own closure
-    included) or any object `describe` names."""
+    (`register_dataclass`'s flatten function holds its class's field names so), a dict key by key, a
+    function (its own closure included) or any object `describe` names."""
     if value is None or isinstance(value, (bool, int, float, str, bytes)):
         return f"{type(value).__name__} {value!r}"
     if type(value) in (tuple, list):
         items = [_held(item, within) for item in value]
         return None if None in items else f"{type(value).__name__} ({', '.join(items)})"  # type: ignore[arg-type]
+    if type(value) is dict:  # keyword arguments a wrapper passes on: in order, keys and values described
+        pairs = [(_held(key, within), _held(item, within)) for key, item in value.items()]
+        if any(None in pair for pair in pairs):
+            return None
+        return f"dict ({', '.join(f'{key}: {item}' for key, item in pairs)})"
     if isinstance(value, types.FunctionType):
         return _function(value, within)
     return describe(value)
