@@ -198,6 +198,22 @@ def test_a_frame_torch_cannot_load_is_one_line_and_traced(captured: Path, tmp_pa
     assert len(said) == 2 and all("not served: torch could not load it: " in w for w in said), said
 
 
+def test_a_frame_whose_saved_guards_torch_cannot_read_back_is_not_shipped(tmp_path: Path) -> None:
+    """torch 2.11 writes guards it cannot read back (BERT's, on an H200): capture reads each frame's back,
+    says why one fails and ships none of it; served, Dynamo traces with no word and the graph caches serve."""
+    bundle = tmp_path / "bundle.pb.zst"
+    unloadable = {"FRAME_APP_GUARDS_UNLOADABLE": "1"}
+    captured = run_app(tmp_path / "capture", capture=bundle, **unloadable)
+    said = [w for w in captured.warnings if "not saved" in w]
+    assert said and all(
+        "torch cannot read its saved guards back (TypeError: DefaultsSource" in w for w in said
+    )
+    assert _frames(read_results(bundle)) == []
+    served = run_app(tmp_path / "served", bundle=bundle, **unloadable)
+    assert not [w for w in served.warnings if "not served" in w] and "frames offered" not in served.stderr
+    assert served.frames["fxgraph_misses"] == 0 and served.frames["fxgraph_hits"] >= 1
+
+
 class _Payload:
     """Unpickled, it creates the file it names: what a bundle's author could put in a frame."""
 

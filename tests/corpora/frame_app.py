@@ -2,7 +2,9 @@
 identity: an activation chosen by `FRAME_APP_ACT` (`relu`, the default, or `tanh`), a helper function
 behind a decorator (a closure over it and an enum member) and a library's operator (frame_ops.py, beside it);
 the block alone and two of them in an `nn.Sequential`, on a batch of 4 rows or, given `FRAME_APP_BATCH`,
-of that many, the batch dimension marked dynamic.
+of that many, the batch dimension marked dynamic. With `FRAME_APP_GUARDS_UNLOADABLE`, this torch fails to
+read saved guards back as torch 2.11 fails on some (a function's defaults guarded: "DefaultsSource.__init__()
+takes from 3 to 4 positional arguments but 6 were given").
 Checks its output against eager PyTorch, also once `ACT` is rebound to another function, and prints how
 many frames Dynamo traced before that and Inductor's graph look-ups: `FRAMES {...}`."""
 
@@ -49,6 +51,14 @@ class Block(torch.nn.Module):
     def forward(self, x: torch.Tensor) -> torch.Tensor:
         return frame_ops.shifted(doubled(ACT(self.linear(x))))
 
+
+if os.environ.get("FRAME_APP_GUARDS_UNLOADABLE"):
+    import torch._dynamo.package
+
+    def unloadable(*args: object, **kwargs: object) -> None:
+        raise TypeError("DefaultsSource.__init__() takes from 3 to 4 positional arguments but 6 were given")
+
+    torch._dynamo.package.load_guards_state = unloadable
 
 torch.manual_seed(0)
 block = Block()

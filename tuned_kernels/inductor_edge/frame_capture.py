@@ -93,8 +93,24 @@ def _save(wrapper: Any, frame: Any, folder: Path) -> str | None:
     )
     held = frames.external_objects(code, closure, frame.f_globals)
     saved = _slimmed(AOTCompiledFunction.serialize(compiled, held).serialized_data, held)
+    if (unreadable := _guards_read_back(saved, held)) is not None:
+        return unreadable
     data = frame_file.write(checks, saved)
     place_new_file(folder / f"{hashlib.sha256(data).hexdigest()}{frame_file.SUFFIX}", data)
+    return None
+
+
+def _guards_read_back(saved: bytes, held: dict[str, Any]) -> str | None:
+    """Why torch cannot read the frame's saved guards back, as a served process would (torch 2.11 fails on
+    some it wrote itself: a function's defaults guarded), or None: a frame no process could load is not
+    shipped to fail in each."""
+    from torch._dynamo import aot_compile
+
+    try:
+        state = aot_compile.AOTCompileUnpickler(held, io.BytesIO(saved)).load()
+        frames.guards_state(state["guards_state"])
+    except Exception as exc:
+        return f"torch cannot read its saved guards back ({one_line(f'{type(exc).__name__}: {exc}', 120)})"
     return None
 
 

@@ -196,7 +196,7 @@ def _load(offered: Offered, wrapper: Any, frame: Any) -> tuple[Any, str]:
         held = external_objects(frame.f_code, getattr(frame, "closure", None), frame.f_globals)
         artifacts = _artifacts(compiled, held)
         artifacts.check_compatibility()
-        guards = _guards_state(artifacts)
+        guards = guards_state(artifacts.guards_state)
         if not frame_sources.marked(guards.output_graph, checks.marks):
             return None, "damaged (a dimension mark names no tensor of its guards)"
         offered.loaded = (checks, artifacts, guards)
@@ -223,7 +223,7 @@ def _load(offered: Offered, wrapper: Any, frame: Any) -> tuple[Any, str]:
     return wrap_guarded_code(guarded), ""
 
 
-def _guards_state(artifacts: Any) -> Any:
+def guards_state(saved: bytes) -> Any:
     """The frame's saved guards, read. Reading one that names a module as Dynamo imports it
     (`__import__('transformers.utils')`, an `ImportSource`) adds that module's identity guard to the trace
     under way, which outside one fails (torch 2.13); it is read inside a trace of its own, whose guards go
@@ -232,7 +232,7 @@ def _guards_state(artifacts: Any) -> Any:
     from torch._guards import TracingContext, tracing
 
     with tracing(TracingContext(None)):
-        return load_guards_state(artifacts.guards_state)
+        return load_guards_state(saved)
 
 
 def _as_dynamos_own(bytecode: types.CodeType, code: types.CodeType) -> None:
