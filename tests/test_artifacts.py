@@ -20,7 +20,7 @@ from tuned_kernels.aot.kernels.builtin import CORPUS
 from tuned_kernels.registry.loading import artifacts_fit
 from tuned_kernels.registry.sinks import CaptureSink
 
-from tests import factories
+from tests import factories, forked_python
 from tuned_kernels import model
 from tuned_kernels.errors import ResultsFormatError
 from tuned_kernels.results import read_results, write_results
@@ -59,7 +59,7 @@ def compiled(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFa
         timeout=300,
     )
     out = tmp / "compiled.pb.zst"
-    run = subprocess.run(
+    run = forked_python.run(
         [sys.executable, "-m", "tuned_kernels", "compile", str(untuned), "--target", arch, "-o", str(out)],
         env=env,
         capture_output=True,
@@ -363,7 +363,7 @@ def test_compile_refuses_results_of_another_compiler_or_an_unrelated_target() ->
 
 
 def test_tune_on_the_cpu_target_says_artifacts_do_not_apply(tmp_path: Path) -> None:
-    run = subprocess.run(
+    run = forked_python.run(
         [
             sys.executable,
             "-m",
@@ -386,7 +386,7 @@ def test_tune_on_the_cpu_target_says_artifacts_do_not_apply(tmp_path: Path) -> N
 
 def compile_offline(script: str, tmp_path: Path) -> str:
     """The output of a tests/corpora script that compiles for a GPU target here (no interpreter)."""
-    run = subprocess.run(
+    run = forked_python.run(
         [sys.executable, str(ROOT / "tests/corpora" / script)],
         env=_compiler_env(tmp_path),
         capture_output=True,

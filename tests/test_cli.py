@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pytest
 
-from tests import factories
+from tests import factories, forked_python
 from tuned_kernels.cli import build_parser
 from tuned_kernels.results import write_results
 from tuned_kernels.version import TOOL_VERSION
@@ -27,7 +27,7 @@ def _commands() -> dict[str, argparse.ArgumentParser]:
 
 def _cli(*args: str, **env: str) -> subprocess.CompletedProcess[str]:
     full = {**os.environ, "TUNED_KERNELS_PATH": "", **env}
-    return subprocess.run([sys.executable, "-m", "tuned_kernels", *args], capture_output=True, text=True,
+    return forked_python.run([sys.executable, "-m", "tuned_kernels", *args], capture_output=True, text=True,
                           env=full, timeout=300)  # fmt: skip
 
 

@@ -16,6 +16,7 @@ from pathlib import Path
 
 import pytest
 
+from tests import forked_python
 from tuned_kernels import model
 from tuned_kernels.results import read_results
 
@@ -34,7 +35,7 @@ def tune_command(*args: str) -> list[str]:
 
 def tune(tmp_path: Path, output: Path, *args: str, env: dict[str, str] | None = None) -> dict:
     command = tune_command("--corpus", CORPUS, "-o", str(output), "--json", *args)
-    done = subprocess.run(
+    done = forked_python.run(
         command, capture_output=True, text=True, env=env or tune_env(), cwd=tmp_path, timeout=300
     )
     assert done.returncode == 0, done.stderr[-3000:]
@@ -51,7 +52,7 @@ def test_without_dask_installed_dask_fails_with_one_line_saying_what_to_install(
     (hidden / "distributed" / "__init__.py").write_text("raise ImportError('No module named distributed')\n")
     command = tune_command("--corpus", CORPUS, "-o", "r.pb", "--dask", "local")
     env = {**os.environ, "PYTHONPATH": str(hidden)}
-    done = subprocess.run(command, capture_output=True, text=True, env=env, cwd=tmp_path, timeout=300)
+    done = forked_python.run(command, capture_output=True, text=True, env=env, cwd=tmp_path, timeout=300)
     assert done.returncode != 0 and len(done.stderr.strip().splitlines()) == 1, done.stderr[-2000:]
     assert "pip install 'tuned-kernels[dask]'" in done.stderr and not (tmp_path / "r.pb").exists()
 
@@ -62,7 +63,7 @@ def test_a_scheduler_address_where_nothing_listens_fails_with_one_line(tmp_path:
         free.bind(("127.0.0.1", 0))
         port = free.getsockname()[1]
     command = tune_command("--corpus", CORPUS, "-o", "r.pb", "--dask", f"tcp://127.0.0.1:{port}")
-    done = subprocess.run(command, capture_output=True, text=True, cwd=tmp_path, timeout=30)
+    done = forked_python.run(command, capture_output=True, text=True, cwd=tmp_path, timeout=30)
     assert done.returncode != 0 and len(done.stderr.strip().splitlines()) == 1, done.stderr[-2000:]
     assert (
         "cannot reach the scheduler: Connection refused" in done.stderr and not (tmp_path / "r.pb").exists()
@@ -142,7 +143,7 @@ def test_a_local_cluster_starts_before_the_client_imports_torch_and_its_workers_
     stacks beside the timer (Dask's profiler, off) and runs in the client's environment, as tune's own
     workers do (not with Dask's settings for numpy workers). As the run ends, its workers are killed, their
     nannies told first not to start them again."""
-    done = subprocess.run(
+    done = subprocess.run(  # a new interpreter: what it imported first is the claim
         [sys.executable, "-c", LOCAL_CLUSTER_PROBE, CORPUS], capture_output=True, text=True, timeout=120
     )
     assert done.returncode == 0, done.stderr[-2000:]
@@ -402,7 +403,7 @@ def test_implementation_choices_are_tuned_after_the_kernels_they_choose_between(
     command = tune_command(
         "--kernels", "matmul", "--kernels", "matmul_impl", "--dask", "local:2", "-o", "r.pb"
     )
-    done = subprocess.run(
+    done = forked_python.run(
         command,
         capture_output=True, text=True, cwd=tmp_path, timeout=300,
     )  # fmt: skip
@@ -418,7 +419,7 @@ def test_a_family_whose_op_launches_another_familys_kernel_is_refused_on_a_clust
     tmp_path: Path,
 ) -> None:
     command = tune_command("--kernels", "matmul_tma", "--dask", "local:1", "-o", "r.pb")
-    done = subprocess.run(command, capture_output=True, text=True, cwd=tmp_path, timeout=300)
+    done = forked_python.run(command, capture_output=True, text=True, cwd=tmp_path, timeout=300)
     assert done.returncode == 1, done.stderr[-3000:]
     assert [line for line in done.stderr.splitlines() if line.startswith("tuned-kernels:")] == [
         "tuned-kernels: --kernels matmul_tma tuned nothing: on this machine its op launches matmul_kernel "

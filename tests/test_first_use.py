@@ -16,6 +16,8 @@ from pathlib import Path
 
 import pytest
 
+from tests import forked_python
+
 ROOT = Path(__file__).resolve().parents[1]
 APP = (ROOT / "tests/corpora/previous_release/app.py").read_text()  # an autotuned kernel of the user's
 STATS = "import json, tuned_kernels; print(json.dumps(tuned_kernels.stats()))"
@@ -41,7 +43,7 @@ def _run(args: list[str], cwd: Path, **env: str) -> subprocess.CompletedProcess[
     full = {k: v for k, v in os.environ.items() if k not in ("TRITON_INTERPRET", "TUNED_KERNELS_TARGET")}
     full.pop("TUNED_KERNELS_PATH", None)
     full.update(TUNED_KERNELS_CACHE_DIR=str(cwd / "overlay"), PYTHONPATH=str(cwd), **env)
-    return subprocess.run(args, cwd=cwd, env=full, capture_output=True, text=True, timeout=240)
+    return forked_python.run(args, cwd=cwd, env=full, capture_output=True, text=True, timeout=240)
 
 
 @pytest.mark.parametrize("entry", sorted(ENTRY_POINTS))
@@ -90,7 +92,7 @@ def _venv_seeing_this_ones_packages(venv: Path) -> Path:
     .pth files, so this environment's own tuned-kernels install stays off."""
     subprocess.run([sys.executable, "-m", "venv", "--without-pip", str(venv)], check=True, timeout=120)
     python = venv / "bin" / "python"
-    purelib = subprocess.run([str(python), "-c", "import sysconfig; print(sysconfig.get_paths()['purelib'])"],
+    purelib = forked_python.run([str(python), "-c", "import sysconfig; print(sysconfig.get_paths()['purelib'])"],
                              check=True, capture_output=True, text=True, timeout=60).stdout.strip()  # fmt: skip
     (Path(purelib) / "deps.pth").write_text(sysconfig.get_paths()["purelib"] + "\n")
     return python

@@ -23,7 +23,7 @@ from pathlib import Path
 import pytest
 import torch
 
-from tests import factories
+from tests import factories, forked_python
 from tuned_kernels import model
 from tuned_kernels.inductor_edge import frame_file, frame_sources, frames, graphs
 from tuned_kernels.results import read_results, write_results
@@ -55,7 +55,7 @@ def run_app(folder: Path, *, bundle: Path | None = None, capture: Path | None = 
     command = [sys.executable, str(script)]
     if capture is not None:
         command = [sys.executable, "-m", "tuned_kernels", "capture", "-o", str(capture), "--", *command]
-    done = subprocess.run(command, env=env, cwd=folder, capture_output=True, text=True, timeout=300)
+    done = forked_python.run(command, env=env, cwd=folder, capture_output=True, text=True, timeout=300)
     assert done.returncode == 0 and "Traceback" not in done.stderr, done.stderr[-3000:]
     frames = json.loads(done.stdout.split("FRAMES ", 1)[1].splitlines()[0])
     return Run(frames, factories.warnings_in(done.stderr), done.stderr)
@@ -139,7 +139,7 @@ def test_a_value_guarded_under_a_function_torchs_saved_guards_cannot_hold_is_che
     def run(folder: Path, *command: str, **extra: str) -> subprocess.CompletedProcess[str]:
         folder.mkdir()
         env = factories.program_environment(folder) | extra
-        done = subprocess.run(command, env=env, cwd=folder, capture_output=True, text=True, timeout=300)
+        done = forked_python.run(command, env=env, cwd=folder, capture_output=True, text=True, timeout=300)
         assert done.returncode == 0 and "Traceback" not in done.stderr, done.stderr[-3000:]
         return done
 

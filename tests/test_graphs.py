@@ -25,7 +25,7 @@ from typing import Any
 
 import pytest
 
-from tests import factories
+from tests import factories, forked_python
 from tuned_kernels import internals, model
 from tuned_kernels.inductor_edge import autotune_cache, graphs, shapes, source_key
 from tuned_kernels.results import parse_cost, read_results, write_results
@@ -65,7 +65,7 @@ def run_app(
     command = [sys.executable, str(script)]
     if capture is not None:
         command = [sys.executable, "-m", "tuned_kernels", "capture", "-o", str(capture), "--", *command]
-    done = subprocess.run(command, env=env, cwd=folder, capture_output=True, text=True, timeout=300)
+    done = forked_python.run(command, env=env, cwd=folder, capture_output=True, text=True, timeout=300)
     assert "Traceback" not in done.stderr, done.stderr[-3000:]
     if done.returncode != 0:  # only TUNED_KERNELS_STRICT=1 stops a program (the tests that set it say so)
         assert extra.get("TUNED_KERNELS_STRICT") == "1", done.stderr[-3000:]
@@ -173,7 +173,7 @@ def served_script(script: str, bundle: Path, folder: Path) -> subprocess.Complet
     env |= {"TUNED_KERNELS": "1", "TUNED_KERNELS_PATH": str(bundle), "HOME": str(folder),
             "TORCHINDUCTOR_CACHE_DIR": str(folder / "inductor"), "TORCHINDUCTOR_COMPILE_THREADS": "2",
             "TUNED_KERNELS_CACHE_DIR": str(folder / "overlay")}  # fmt: skip
-    return subprocess.run(
+    return forked_python.run(
         [sys.executable, "-c", script], env=env, cwd=folder, capture_output=True, text=True, timeout=180
     )
 
@@ -813,7 +813,7 @@ def test_with_trusted_keys_set_only_a_bundle_they_signed_unchanged_serves_code(
         else:
             (warned,) = served.warnings
             assert "serving only the configs of" in warned and said in warned, warned
-    verified = subprocess.run(
+    verified = forked_python.run(
         [sys.executable, "-m", "tuned_kernels", "verify", "--key", keys["trusted"][1], str(bundle)],
         capture_output=True, text=True, timeout=120,
     )  # fmt: skip

@@ -8,7 +8,6 @@ from __future__ import annotations
 import dataclasses
 import json
 import os
-import subprocess
 import sys
 from collections.abc import Callable
 from pathlib import Path
@@ -16,7 +15,7 @@ from typing import Any
 
 import pytest
 
-from tests import factories
+from tests import factories, forked_python
 from tuned_kernels import model
 from tuned_kernels.helion_edge import keys
 from tuned_kernels.results import read_results, write_results
@@ -52,7 +51,7 @@ def run_program(tmp_path: Path, *args: str, capture: Path | None = None, **env: 
         command = [sys.executable, "-m", "tuned_kernels", "capture", "-o", str(capture), "--", *command]
     else:
         environ["TUNED_KERNELS"] = "1"
-    out = subprocess.run(command, capture_output=True, text=True, env=environ, cwd=tmp_path, timeout=300)
+    out = forked_python.run(command, capture_output=True, text=True, env=environ, cwd=tmp_path, timeout=300)
     assert out.returncode == 0, out.stderr[-3000:]
     assert "Traceback" not in out.stderr, out.stderr[-3000:]
     report = json.loads(next(line for line in out.stdout.splitlines() if line.startswith("{")))
@@ -110,7 +109,7 @@ def _tune(tmp_path: Path, *args: str, succeeds: bool = True) -> str:
     command = [sys.executable, "-m", "tuned_kernels", "tune", *corpus, *args]
     environ = {**os.environ, "TRITON_INTERPRET": "1", "HELION_AUTOTUNER": "WallClockSearch",
                "HELION_CACHE_DIR": str(tmp_path / "helion-tune"), "TUNED_KERNELS_PATH": ""}  # fmt: skip
-    out = subprocess.run(command, capture_output=True, text=True, env=environ, cwd=ROOT, timeout=300)
+    out = forked_python.run(command, capture_output=True, text=True, env=environ, cwd=ROOT, timeout=300)
     assert (out.returncode == 0) == succeeds, out.stderr[-3000:]
     return out.stdout + out.stderr
 

@@ -9,7 +9,6 @@ from __future__ import annotations
 import dataclasses
 import json
 import os
-import subprocess
 import sys
 import zlib
 from collections.abc import Callable
@@ -20,7 +19,7 @@ import pytest
 import zstandard
 
 from benchmarks import refusal
-from tests import factories
+from tests import factories, forked_python
 from tuned_kernels import model
 from tuned_kernels.errors import ResultsFormatError
 from tuned_kernels.inductor_edge import graphs
@@ -67,7 +66,7 @@ def run_program(
     }
     if site is not None:
         env["PYTHONPATH"] = os.pathsep.join(filter(None, [str(site), env.get("PYTHONPATH", "")]))
-    out = subprocess.run(
+    out = forked_python.run(
         [sys.executable, str(script)], capture_output=True, text=True, env=env, cwd=tmp_path, timeout=300
     )
     assert out.returncode == 0, out.stderr[-2000:]
@@ -314,7 +313,9 @@ def test_a_served_config_that_fails_to_launch_is_tuned_once_without_it(tmp_path:
     script.write_text(FRAGILE.format(corpora=str(CORPORA)))
     env = {**os.environ, "TRITON_INTERPRET": "1", "TUNED_KERNELS_PATH": str(bundle),
            "TUNED_KERNELS_CACHE_DIR": str(tmp_path / "cache")}  # fmt: skip
-    out = subprocess.run([sys.executable, str(script)], capture_output=True, text=True, env=env, timeout=300)
+    out = forked_python.run(
+        [sys.executable, str(script)], capture_output=True, text=True, env=env, timeout=300
+    )
     assert out.returncode == 0 and "Traceback" not in out.stderr, out.stderr[-2000:]
     warned = factories.warnings_in(out.stderr)
     assert len(warned) == 1 and "fragile.textproto" in warned[0] and "failed to launch" in warned[0], warned
@@ -428,7 +429,9 @@ def captured_inductor(tmp_path_factory: pytest.TempPathFactory) -> model.Results
     env = {**os.environ, "TORCHINDUCTOR_CACHE_DIR": str(folder / "inductor"),
            "TUNED_KERNELS_CACHE_DIR": str(folder / "overlay")}  # fmt: skip
     command = [sys.executable, "-m", "tuned_kernels", "capture", "-o", str(bundle), "--", sys.executable]
-    done = subprocess.run([*command, str(INDUCTOR_APP)], env=env, capture_output=True, text=True, timeout=300)
+    done = forked_python.run(
+        [*command, str(INDUCTOR_APP)], env=env, capture_output=True, text=True, timeout=300
+    )
     assert done.returncode == 0, done.stderr[-2000:]
     captured = read_results(bundle)  # the choices alone: with its compiled graph, no choice is asked for
     return captured.with_entries(tuple(e for e in captured.entries if e.kernel.name != graphs.NAME))
@@ -484,7 +487,9 @@ def test_hostile_inductor_choices_leave_the_compiled_program_correct(
     script.write_text(INDUCTOR_PROGRAM.format(app=str(INDUCTOR_APP)))
     env = {**os.environ, "TUNED_KERNELS_PATH": str(bundle), "TORCHINDUCTOR_CACHE_DIR": str(tmp_path / "ind"),
            "TUNED_KERNELS_CACHE_DIR": str(tmp_path / "cache")}  # fmt: skip
-    out = subprocess.run([sys.executable, str(script)], capture_output=True, text=True, env=env, timeout=300)
+    out = forked_python.run(
+        [sys.executable, str(script)], capture_output=True, text=True, env=env, timeout=300
+    )
     assert out.returncode == 0 and "Traceback" not in out.stderr, out.stderr[-2000:]
     assert len(factories.warnings_in(out.stderr)) == warned, factories.warnings_in(out.stderr)
     stats = json.loads(out.stdout.split("STATS ", 1)[1])
@@ -573,7 +578,7 @@ def test_ops_survive_a_registry_that_cannot_start() -> None:
         "assert torch.allclose(ops.softmax(x), torch.softmax(x, -1), atol=1e-5)\n"
     )
     env = {**os.environ, "TUNED_KERNELS_TARGET": "sm999", "TRITON_INTERPRET": "1"}
-    out = subprocess.run(
+    out = forked_python.run(
         [sys.executable, "-c", program], capture_output=True, text=True, env=env, timeout=300
     )
     assert out.returncode == 0 and "Traceback" not in out.stderr, out.stderr[-2000:]
@@ -652,7 +657,7 @@ def test_bad_command_line_gives_one_line_and_a_failing_exit(scratch: Path, comma
     before = snapshot(scratch)
     args = command.format(tmp=scratch).split()
     env = {**os.environ, "TRITON_INTERPRET": "1", "TUNED_KERNELS_PATH": ""}
-    out = subprocess.run(
+    out = forked_python.run(
         [sys.executable, "-m", "tuned_kernels", *args], capture_output=True, text=True, env=env, timeout=300
     )
     lines = out.stderr.strip().splitlines()
@@ -672,7 +677,7 @@ def test_a_bundles_text_reaches_the_terminal_escaped(tmp_path: Path) -> None:
     run = run_program(tmp_path, bundle)
     assert "\x1b" not in run.stderr and "\x9b" not in run.stderr
     assert any("\\x1b[2J\\x1b[31m9.9\\x9b" in line for line in run.warnings), run.warnings
-    shown = subprocess.run(
+    shown = forked_python.run(
         [sys.executable, "-m", "tuned_kernels", "inspect", str(bundle)],
         capture_output=True,
         text=True,
@@ -687,7 +692,7 @@ def test_an_overlay_path_that_is_a_directory_costs_the_overlay_only(
     """A folder where the overlay file should be: the bundle still serves every key, and the one warning
     names the folder (not a file descriptor)."""
     cache = tmp_path / "cache"
-    status = subprocess.run(
+    status = forked_python.run(
         [sys.executable, "-m", "tuned_kernels", "status", "--json"], capture_output=True, text=True, timeout=120,
         env={**os.environ, "TRITON_INTERPRET": "1", "TUNED_KERNELS_CACHE_DIR": str(cache)},
     )  # fmt: skip
@@ -794,7 +799,7 @@ def test_an_exit_waits_briefly_for_an_overlay_another_process_holds_locked(
         "print('done')\n"
     )
     with FileLock(str(path) + ".lock", timeout=1):
-        done = subprocess.run(
+        done = forked_python.run(
             [sys.executable, "-c", program], env=dict(os.environ), capture_output=True, text=True, timeout=45
         )
     assert done.returncode == 0 and done.stdout.strip() == "done", done.stderr[-2000:]
@@ -816,7 +821,7 @@ def test_with_a_lock_set_only_the_exact_bundles_it_names_serve(
     lock_file = tmp_path / "deploy.lock"
     if lock == "names-one-of-two":
         env = {**os.environ, "TUNED_KERNELS_PATH": str(folder / "a.pb")}
-        made = subprocess.run([sys.executable, "-m", "tuned_kernels", "lock", "-o", str(lock_file)],
+        made = forked_python.run([sys.executable, "-m", "tuned_kernels", "lock", "-o", str(lock_file)],
                               env=env, capture_output=True, text=True, timeout=120)  # fmt: skip
         assert made.returncode == 0 and "locked 1 bundle files" in made.stdout, made.stderr
     else:
@@ -842,6 +847,6 @@ def test_status_and_doctor_print_a_hostile_name_escaped(
     write_results(folder / "b.pb", tuned)
     cache = tmp_path / "c\x1b]0;PWNED\x07"
     env = {**os.environ, "TUNED_KERNELS_PATH": str(folder), "TUNED_KERNELS_CACHE_DIR": str(cache)}
-    done = subprocess.run([sys.executable, "-m", "tuned_kernels", command], env=env, capture_output=True,
+    done = forked_python.run([sys.executable, "-m", "tuned_kernels", command], env=env, capture_output=True,
                           text=True, timeout=120)  # fmt: skip
     assert "\x1b" not in done.stdout + done.stderr and "\\x1b" in done.stdout, done.stdout

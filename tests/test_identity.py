@@ -11,6 +11,7 @@ from pathlib import Path
 
 import pytest
 
+from tests import forked_python
 from tuned_kernels import model
 from tuned_kernels.results import read_results
 
@@ -39,7 +40,7 @@ CHANGED = "the kernel changed since it was tuned"
 
 def _run(args: list[str], cwd: Path, **env: str) -> subprocess.CompletedProcess[str]:
     full = {**os.environ, "TRITON_INTERPRET": "1", "TUNED_KERNELS_CACHE_DIR": str(cwd / "overlay"), **env}
-    return subprocess.run(args, cwd=cwd, env=full, capture_output=True, text=True, timeout=240)
+    return forked_python.run(args, cwd=cwd, env=full, capture_output=True, text=True, timeout=240)
 
 
 @pytest.fixture(scope="module")

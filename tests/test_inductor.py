@@ -24,7 +24,7 @@ import torch
 from tuned_kernels.registry import Registry
 from tuned_kernels.registry.settings import Settings
 
-from tests import factories
+from tests import factories, forked_python
 from tuned_kernels import model, resolving
 from tuned_kernels.decision import Measured
 from tuned_kernels.errors import TunedKernelsWarning
@@ -46,7 +46,7 @@ def _run(tmp_path: Path, *command: str, **extra: str) -> subprocess.CompletedPro
         "TUNED_KERNELS_CACHE_DIR": str(tmp_path / "overlay"),
         **extra,
     }
-    done = subprocess.run([*TK, *command], env=env, capture_output=True, text=True, timeout=300)
+    done = forked_python.run([*TK, *command], env=env, capture_output=True, text=True, timeout=300)
     assert done.returncode == 0, done.stderr[-3000:]  # the program checked its output against eager
     return done
 
@@ -116,7 +116,7 @@ def test_a_capture_on_a_machine_already_warm_times_nothing_and_records_what_a_co
     cold_bundle, cold = cold_capture
     users = {"TORCHINDUCTOR_CACHE_DIR": str(tmp_path / "users-inductor")}
     env = {k: v for k, v in os.environ.items() if not k.startswith("TUNED_KERNELS")} | users
-    plain = subprocess.run(APP, env=env, capture_output=True, text=True, timeout=300)
+    plain = forked_python.run(APP, env=env, capture_output=True, text=True, timeout=300)
     assert plain.returncode == 0, plain.stderr[-3000:]
     warm = _run(tmp_path, "capture", "-o", str(tmp_path / "warm.textproto"), "--", *APP, **users)
     assert benchmarked(plain) > 0 and benchmarked(cold) > 0
@@ -633,7 +633,7 @@ def test_a_served_process_reads_a_bundled_best_config_recorded_under_the_capturi
         "TUNED_KERNELS_CACHE_DIR": str(tmp_path / "overlay"),
     }
     env.pop("TRITON_INTERPRET", None)
-    done = subprocess.run(
+    done = forked_python.run(
         [sys.executable, "-c", SERVED_LOOKUP, str(kernel)],
         env=env,
         capture_output=True,

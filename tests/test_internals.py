@@ -65,7 +65,7 @@ def test_a_triton_autotuner_laid_out_otherwise_is_not_patched_and_said_once(
 
 @pytest.mark.parametrize(
     "shape",
-    (*inductor_shapes.SHAPES, *helion_shapes.SHAPES),
+    (*inductor_shapes.SHAPES, *HELION_SHAPES),
     ids=lambda s: f"{s.owner}.{'+'.join(s.methods)}",
 )
 def test_a_torch_without_a_patched_method_steps_aside_with_one_line(

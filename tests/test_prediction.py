@@ -7,14 +7,13 @@ from __future__ import annotations
 import dataclasses
 import json
 import os
-import subprocess
 import sys
 from pathlib import Path
 
 import pytest
 import torch
 
-from tests import factories
+from tests import factories, forked_python
 from tuned_kernels import model
 from tuned_kernels.nearest import nearest_key
 from tuned_kernels.prediction import Tiling, predict
@@ -253,7 +252,7 @@ def run(tmp_path: Path, sizes: tuple[int, ...], bundle: Path, *, via: list[str] 
         "TUNED_KERNELS_PATH": str(bundle),
         **env,
     }
-    out = subprocess.run(
+    out = forked_python.run(
         [*via, sys.executable, str(script)],
         capture_output=True,
         text=True,
@@ -309,7 +308,7 @@ def test_a_prediction_is_kept_untimed_served_again_and_tuned_by_tune_misses(
         {str(overlay): 2},
     )
 
-    out = subprocess.run(
+    out = forked_python.run(
         [sys.executable, "-m", "tuned_kernels", "tune-misses", "-o", str(tmp_path / "misses.pb.zst"), "--json", "--",
          sys.executable, str(tmp_path / "prog.py")],
         capture_output=True, text=True, timeout=300, cwd=tmp_path,
@@ -340,7 +339,9 @@ def test_strict_stops_where_a_config_would_be_predicted(tmp_path: Path, bundle: 
     env = {**os.environ, "TRITON_INTERPRET": "1", "TUNED_KERNELS": "1", "TUNED_KERNELS_STRICT": "1",
            "TUNED_KERNELS_CACHE_DIR": str(tmp_path / "cache"), "TUNED_KERNELS_PATH": str(bundle)}  # fmt: skip
     script.write_text(script.read_text().replace("(2048,)", "(3000,)"))
-    out = subprocess.run([sys.executable, str(script)], capture_output=True, text=True, env=env, timeout=300)
+    out = forked_python.run(
+        [sys.executable, str(script)], capture_output=True, text=True, env=env, timeout=300
+    )
     assert out.returncode == 3
     assert (
         f"pruned.add_one_kernel (3000, {F32}, {F32}) is not in the bundles; its config would be predicted"

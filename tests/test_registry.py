@@ -16,7 +16,7 @@ from pathlib import Path
 import pytest
 from tuned_kernels.hardware import compiler_fingerprint, target_for_arch
 
-from tests import factories
+from tests import factories, forked_python
 from tuned_kernels import model
 from tuned_kernels.results import read_results, write_results
 from tuned_kernels.results.overlay import add_to_overlay
@@ -96,7 +96,7 @@ def run_program(tmp_path: Path, sizes: tuple[int, ...], bundle: Path | None, **e
         "TUNED_KERNELS_PATH": str(bundle or ""),
         **env,
     }
-    out = subprocess.run(
+    out = forked_python.run(
         [sys.executable, str(script)], capture_output=True, text=True, env=full_env, cwd=tmp_path, timeout=300
     )
     assert out.returncode == 0, out.stderr
@@ -127,7 +127,7 @@ def test_status_shows_the_bundles_and_what_the_overlay_holds(tmp_path: Path, bun
         "TUNED_KERNELS_PATH": str(bundle),
         "TUNED_KERNELS_CACHE_DIR": str(tmp_path / "cache"),
     }
-    out = subprocess.run(
+    out = forked_python.run(
         [sys.executable, "-m", "tuned_kernels", "status"],
         env=env,
         capture_output=True,
@@ -197,7 +197,7 @@ def test_unwritable_overlay_warns_once_and_keeps_running(tmp_path: Path) -> None
 
 WRITER = """
 import sys
-from tests import factories
+from tests import factories, forked_python
 from tuned_kernels.results.overlay import add_to_overlay
 worker = int(sys.argv[2])
 header = factories.results().header
@@ -219,7 +219,7 @@ def test_eight_processes_writing_the_overlay_lose_nothing(tmp_path: Path) -> Non
 # a writer that stops inside its write: the new file is written and synced, not yet renamed over the overlay
 STOPPED_WRITER = """
 import os, sys, pathlib
-from tests import factories
+from tests import factories, forked_python
 from tuned_kernels.results.overlay import add_to_overlay
 def stop_here(fd):
     print("inside the write", flush=True)
@@ -260,7 +260,7 @@ def test_the_compiler_fingerprint_is_the_same_in_every_process() -> None:
     """Bundles are matched by it across machines and processes: nothing per-process may enter it."""
     detect = [sys.executable, "-m", "tuned_kernels", "detect", "--json"]
     first, second = (
-        json.loads(subprocess.run(detect, capture_output=True, text=True, check=True, timeout=300).stdout)
+        json.loads(forked_python.run(detect, capture_output=True, text=True, check=True, timeout=300).stdout)
         for _ in range(2)
     )
     assert first["compiler"] == second["compiler"] and len(first["compiler"]["triton_hash"]) == 64
@@ -313,7 +313,7 @@ def test_matmul_dispatches_to_the_implementation_recorded_for_its_key(
         "TUNED_KERNELS_PATH": str(bundle),
         "TUNED_KERNELS_CACHE_DIR": str(tmp_path / "overlay"),
     }
-    out = subprocess.run(
+    out = forked_python.run(
         [sys.executable, "-c", program], env=env, capture_output=True, text=True, cwd=tmp_path, timeout=300
     )
     assert out.returncode == 0, out.stderr

@@ -26,7 +26,7 @@ from typing import Any
 
 import pytest
 
-from tests import factories
+from tests import factories, forked_python
 from tuned_kernels.results import read_results, write_results
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -284,7 +284,7 @@ ROWS = [c for c in CHANGES if c.gpus <= _gpus() and any(p in PARTS for p in c.se
 
 
 def _run(place: Place, command: list[str], env: dict[str, str], cwd: Path) -> dict[str, Any]:
-    done = subprocess.run(command, env=env, cwd=cwd, capture_output=True, text=True, timeout=300)
+    done = forked_python.run(command, env=env, cwd=cwd, capture_output=True, text=True, timeout=300)
     assert done.returncode == 0 and "Traceback" not in done.stderr, done.stderr[-3000:]
     report = json.loads(done.stdout.split("MATRIX ", 1)[1].splitlines()[0])
     report["warnings"] = factories.warnings_in(done.stderr)

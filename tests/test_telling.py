@@ -17,7 +17,7 @@ from pathlib import Path
 
 import pytest
 
-from tests import factories
+from tests import factories, forked_python
 from tuned_kernels import model
 from tuned_kernels.results import read_results, write_results
 
@@ -30,7 +30,7 @@ SLOW = APP.replace(CHECK, CHECK + '; __import__("time").sleep(0.1)')  # a captur
 def _run(args: list[str], cwd: Path, **env: str) -> subprocess.CompletedProcess[str]:
     mine = {k: v for k, v in os.environ.items() if not k.startswith("TUNED_KERNELS")}
     full = {**mine, "TRITON_INTERPRET": "1", "TUNED_KERNELS_CACHE_DIR": str(cwd / "overlay"), **env}
-    return subprocess.run(args, cwd=cwd, env=full, capture_output=True, text=True, timeout=240)
+    return forked_python.run(args, cwd=cwd, env=full, capture_output=True, text=True, timeout=240)
 
 
 def _tool(cwd: Path, *args: str, **env: str) -> subprocess.CompletedProcess[str]:

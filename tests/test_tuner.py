@@ -23,6 +23,7 @@ from tuned_kernels.aot.tuner import Tuner
 from tuned_kernels.aot.work import EVERY_ITEM, Claims, work_items
 from tuned_kernels.hardware import target_for_arch
 
+from tests import forked_python
 from tuned_kernels import model
 from tuned_kernels.errors import TunedKernelsError
 from tuned_kernels.results import read_results
@@ -340,7 +341,7 @@ def test_split_k_seeds_split_narrow_products_until_every_sm_has_work(n: int, spl
 def tuned_planted(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, subprocess.CompletedProcess[str]]:
     """`tune --corpus planted.py -o r.textproto --json` in a folder of its own: the file, and the run."""
     folder = tmp_path_factory.mktemp("tuned")
-    run = subprocess.run(
+    run = forked_python.run(
         [sys.executable, "-m", "tuned_kernels", "tune", "--corpus", PLANTED, "-o", "r.textproto", "--json"],
         capture_output=True, text=True, cwd=folder, timeout=300,
     )  # fmt: skip
@@ -369,7 +370,7 @@ def test_a_corpus_that_exits_while_imported_is_one_line_not_a_silent_exit(tmp_pa
     line and fails, instead of exiting 3 with no word."""
     corpus = tmp_path / "exits_corpus.py"
     corpus.write_text("import sys\nsys.exit(3)\n")
-    run = subprocess.run(
+    run = forked_python.run(
         [
             sys.executable,
             "-m",
@@ -410,7 +411,7 @@ def test_capture_records_a_programs_own_autotuned_kernel(tmp_path: Path) -> None
     app = tmp_path / "app.py"
     app.write_text(CAPTURED_PROGRAM)
     out = tmp_path / "captured.pb.zst"
-    run = subprocess.run(
+    run = forked_python.run(
         [sys.executable, "-m", "tuned_kernels", "capture", "-o", str(out), "--", sys.executable, str(app)],
         capture_output=True,
         text=True,
@@ -527,7 +528,7 @@ def test_a_family_whose_op_launches_another_familys_kernel_here_is_refused_namin
     from tuned_kernels.aot.tune_report import TuneReport
     from tuned_kernels.aot.tune_request import TuneRequest
 
-    run = subprocess.run(
+    run = forked_python.run(
         [sys.executable, "-m", "tuned_kernels", "tune", "--kernels", "matmul_tma", "-o", "r.pb"],
         capture_output=True, text=True, cwd=tmp_path, timeout=300,
     )  # fmt: skip
@@ -676,7 +677,7 @@ def test_tune_starts_its_workers_or_its_dask_cluster_before_it_imports_torch(
     """The workers (or a local Dask cluster's) import torch beside the starting process: nothing before
     them imports it there, even where the interpreter rule must ask torch whether a GPU is here."""
     env = {k: v for k, v in os.environ.items() if k not in ("TRITON_INTERPRET", "TUNED_KERNELS_TARGET")}
-    done = subprocess.run(
+    done = subprocess.run(  # a new interpreter: what it imported first is the claim
         [sys.executable, "-c", STARTS_BEFORE_TORCH, PLANTED, str(tmp_path / "r.pb"), *how],
         capture_output=True, text=True, env=env, cwd=tmp_path, timeout=300,
     )  # fmt: skip

@@ -1,0 +1,228 @@
+"""`run(command, ...)`: `subprocess.run` for the Python programs the tests start, each forked from one server
+per test process that has imported torch and nothing of tuned-kernels', instead of a new interpreter
+importing torch again (about 1.9 s of CPU time a program on this suite's machines).
+
+A forked program starts as `python SCRIPT ARGS`, `python -c CODE ARGS` or `python -m MODULE ARGS` would, with
+`env` and in `cwd`: its argv, `sys.path` (the script's folder, the env's PYTHONPATH, the interpreter's own),
+os.environ and the C library's environment, a new `__main__`, standard streams on the files given (standard
+input empty unless `input` is), tuned_kernels.pth's start-up line run with its env, its exit code, and at exit
+what an interpreter does (atexit, flushing, joining threads). What the interpreter or torch read from the
+environment only as they start (`STARTUP`) is the server's: a program whose environment differs there, or a
+command in any other form, runs as a new process (`subprocess.run`), as does every program when
+TESTS_FORKED_PYTHON=0.
+"""
+
+from __future__ import annotations
+
+import atexit
+import json
+import os
+import signal
+import socket
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+from typing import Any
+
+STARTUP = (  # the names or prefixes of what they read (torch's config modules: TORCH_*, TORCHDYNAMO_*, ...)
+    *("PYTHON", "LC_", "LANG", "LD_", "MALLOC_", "OMP_", "GOMP_", "KMP_", "MKL_", "OPENBLAS_"),
+    *("TORCH_", "TORCHDYNAMO_", "TORCHEXPORT_", "TORCHINDUCTOR_FORCE_DISABLE_CACHES"),
+)
+ENABLED = os.environ.get("TESTS_FORKED_PYTHON", "1") != "0"
+START_S = 120  # the server's own start: an interpreter importing torch
+_SERVER: dict[str, Any] = {}
+
+
+def run(
+    command: list[str],
+    *,
+    env: dict[str, str] | None = None,
+    cwd: str | Path | None = None,
+    timeout: float,
+    input: str | None = None,
+    capture_output: bool = True,
+    text: bool = True,
+    check: bool = False,
+) -> subprocess.CompletedProcess[str]:
+    """The program `command` names (`[sys.executable, ...]`), its output captured as text."""
+    assert capture_output and text, "forked programs always have their output captured as text"
+    environment = dict(os.environ if env is None else env)
+    if not ENABLED or not _forkable(command, environment):
+        done = subprocess.run(command, env=environment, cwd=cwd, timeout=timeout, input=input,
+                              capture_output=True, text=True, check=False)  # fmt: skip
+    else:
+        done = _forked(command, environment, str(cwd or os.getcwd()), timeout, input)
+    if check and done.returncode:
+        raise subprocess.CalledProcessError(done.returncode, command, done.stdout, done.stderr)
+    return done
+
+
+def _startup_view(env: dict[str, str]) -> dict[str, str]:
+    return {k: v for k, v in env.items() if k.startswith(STARTUP) and k != "PYTHONPATH"}
+
+
+def _server_environment() -> dict[str, str]:
+    own = ("TUNED_KERNELS", "PYTHONPATH")
+    return {k: v for k, v in os.environ.items() if not k.startswith(own)}
+
+
+def _forkable(command: list[str], env: dict[str, str]) -> bool:
+    if len(command) < 2 or command[0] != sys.executable:
+        return False
+    if command[1].startswith("-") and (command[1] not in ("-c", "-m") or len(command) < 3):
+        return False
+    return _startup_view(env) == _startup_view(_server_environment())
+
+
+def _server() -> str:
+    """The server's socket, the server started at the first call of this process."""
+    if _SERVER.get("pid") == os.getpid():
+        return str(_SERVER["path"])
+    folder = tempfile.mkdtemp(prefix="tests-forked-python-")
+    path = os.path.join(folder, "socket")
+    here = str(Path(__file__).parent)
+    boot = f"import sys; sys.path.insert(0, {here!r}); import forked_python as f; sys.path.remove({here!r}); f.main()"
+    server = subprocess.Popen([sys.executable, "-c", boot, path, str(os.getpid())], env=_server_environment(),
+                              stdin=subprocess.DEVNULL, cwd=folder)  # fmt: skip
+    atexit.register(server.kill)
+    deadline = time.monotonic() + START_S
+    while not os.path.exists(path + ".ready"):
+        if server.poll() is not None or time.monotonic() > deadline:
+            raise RuntimeError(f"the forked-python server did not start (exit {server.poll()})")
+        time.sleep(0.01)
+    _SERVER.update(pid=os.getpid(), path=path)
+    return path
+
+
+def _forked(command: list[str], env: dict[str, str], cwd: str, timeout: float, input: str | None) -> Any:
+    request = json.dumps({"args": command[1:], "env": env, "cwd": cwd}).encode()
+    with tempfile.TemporaryFile() as stdin, tempfile.TemporaryFile() as out, tempfile.TemporaryFile() as err:
+        stdin.write((input or "").encode())
+        stdin.seek(0)
+        with socket.socket(socket.AF_UNIX, socket.SOCK_SEQPACKET) as conn:
+            conn.connect(_server())
+            socket.send_fds(conn, [request], [stdin.fileno(), out.fileno(), err.fileno()])
+            pid = int(conn.recv(64))
+            conn.settimeout(timeout)
+            try:
+                code: int | None = int(conn.recv(64))
+            except TimeoutError:
+                os.kill(pid, signal.SIGKILL)
+                code = None
+                conn.settimeout(60)
+                conn.recv(64)
+        texts = []
+        for stream in (out, err):
+            stream.seek(0)
+            texts.append(stream.read().decode(errors="replace").replace("\r\n", "\n"))
+    if code is None:
+        raise subprocess.TimeoutExpired(command, timeout, output=texts[0], stderr=texts[1])
+    return subprocess.CompletedProcess(command, code, texts[0], texts[1])
+
+
+# --- the server and its forked programs ---
+
+
+def main() -> None:
+    """The server (`python -c BOOT SOCKET PARENT`): each forked program returns here to become itself."""
+    import gc
+    import selectors
+
+    import torch  # noqa: F401 - what every program would import again
+
+    path, parent = sys.argv[1], int(sys.argv[2])
+    listener = socket.socket(socket.AF_UNIX, socket.SOCK_SEQPACKET)
+    listener.bind(path)
+    listener.listen(64)
+    gc.freeze()  # what the server holds stays out of every program's collections: no copies of its pages
+    Path(path + ".ready").touch()
+    waiting = selectors.DefaultSelector()
+    waiting.register(listener, selectors.EVENT_READ, None)
+    while os.getppid() == parent:
+        for key, _ in waiting.select(timeout=1.0):
+            if key.data is None:
+                conn, _ = listener.accept()
+                message, fds, _, _ = socket.recv_fds(conn, 1 << 20, 3)
+                pid = os.fork()
+                if pid == 0:  # the program: nothing of the server's stays open in it
+                    for held in list(waiting.get_map().values()):
+                        os.close(held.fd) if held.data is not None else None
+                        held.data[1].close() if held.data is not None else None
+                    waiting.close()
+                    listener.close()
+                    conn.close()
+                    _become(json.loads(message), fds)
+                for fd in fds:
+                    os.close(fd)
+                conn.send(str(pid).encode())
+                waiting.register(os.pidfd_open(pid), selectors.EVENT_READ, (pid, conn))
+            else:
+                pid, conn = key.data
+                waiting.unregister(key.fd)
+                os.close(key.fd)
+                _, status = os.waitpid(pid, 0)
+                conn.send(str(os.waitstatus_to_exitcode(status)).encode())
+                conn.close()
+
+
+def _become(request: dict[str, Any], fds: list[int]) -> None:
+    """This forked process as the program `request` names: never returns (SystemExit ends the interpreter)."""
+    import builtins
+    import io
+    import types
+
+    for at, fd in enumerate(fds):
+        os.dup2(fd, at)
+        os.close(fd)
+    os.chdir(request["cwd"])
+    os.environ.clear()
+    os.environ.update(request["env"])
+    tempfile.tempdir = None
+    encoding = "utf-8"
+    sys.stdin = sys.__stdin__ = io.TextIOWrapper(
+        io.BufferedReader(io.FileIO(0, "r", closefd=False)), encoding
+    )
+    sys.stdout = sys.__stdout__ = io.TextIOWrapper(
+        io.BufferedWriter(io.FileIO(1, "w", closefd=False)), encoding
+    )
+    sys.stderr = sys.__stderr__ = io.TextIOWrapper(
+        io.BufferedWriter(io.FileIO(2, "w", closefd=False)), encoding, "backslashreplace", line_buffering=True
+    )
+    args: list[str] = request["args"]
+    base = sys.path[1:]  # the server's, whose environment has no PYTHONPATH
+    extra = [os.path.abspath(p) for p in request["env"].get("PYTHONPATH", "").split(os.pathsep) if p]
+    if args[0] == "-c":
+        first, sys.argv = "", ["-c", *args[2:]]
+    elif args[0] == "-m":
+        first, sys.argv = os.getcwd(), ["-m", *args[2:]]
+    else:
+        first, sys.argv = os.path.dirname(os.path.realpath(args[0])), list(args)
+    sys.path[:] = [first, *extra, *base]
+    sys.orig_argv = [sys.executable, *args]
+    for site_dir in __import__("site").getsitepackages():
+        for pth in Path(site_dir).glob("*.pth"):
+            if "TUNED_KERNELS" in (lines := pth.read_text()):
+                for line in lines.splitlines():
+                    if line.startswith("import"):
+                        exec(line)  # as site runs a .pth line, now with this program's environment
+    main_module = types.ModuleType("__main__")
+    main_module.__dict__.update(__builtins__=builtins, __spec__=None, __loader__=None)
+    if args[0] == "-m":
+        source, filename = f"import runpy; runpy._run_module_as_main({args[1]!r})", "<frozen runpy>"
+    elif args[0] == "-c":
+        source, filename = args[1], "<string>"
+    else:
+        source, filename = Path(args[0]).read_text(), args[0]
+        main_module.__file__ = filename
+    sys.modules["__main__"] = main_module
+    try:
+        exec(compile(source, filename, "exec", dont_inherit=True), main_module.__dict__)
+    except SystemExit:
+        raise
+    except BaseException as error:  # as the interpreter reports it: the program's frames only
+        error = error.with_traceback(error.__traceback__.tb_next if error.__traceback__ else None)
+        sys.excepthook(type(error), error, error.__traceback__)
+        raise SystemExit(1) from None
+    raise SystemExit(0)
