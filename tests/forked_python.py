@@ -17,6 +17,7 @@ from __future__ import annotations
 import atexit
 import json
 import os
+import shutil
 import signal
 import socket
 import subprocess
@@ -73,7 +74,8 @@ def _forkable(command: list[str], env: dict[str, str]) -> bool:
         return False
     if command[1].startswith("-") and (command[1] not in ("-c", "-m") or len(command) < 3):
         return False
-    return _startup_view(env) == _startup_view(_server_environment())
+    running = _SERVER.get("pid") == os.getpid()  # a server started reads what it started with
+    return _startup_view(env) == (_SERVER["startup"] if running else _startup_view(_server_environment()))
 
 
 def _server() -> str:
@@ -84,15 +86,17 @@ def _server() -> str:
     path = os.path.join(folder, "socket")
     here = str(Path(__file__).parent)
     boot = f"import sys; sys.path.insert(0, {here!r}); import forked_python as f; sys.path.remove({here!r}); f.main()"
-    server = subprocess.Popen([sys.executable, "-c", boot, path, str(os.getpid())], env=_server_environment(),
+    environment = _server_environment()
+    server = subprocess.Popen([sys.executable, "-c", boot, path, str(os.getpid())], env=environment,
                               stdin=subprocess.DEVNULL, cwd=folder)  # fmt: skip
-    atexit.register(server.kill)
+    atexit.register(shutil.rmtree, folder, True)
+    atexit.register(server.kill)  # runs first
     deadline = time.monotonic() + START_S
     while not os.path.exists(path + ".ready"):
         if server.poll() is not None or time.monotonic() > deadline:
             raise RuntimeError(f"the forked-python server did not start (exit {server.poll()})")
         time.sleep(0.01)
-    _SERVER.update(pid=os.getpid(), path=path)
+    _SERVER.update(pid=os.getpid(), path=path, startup=_startup_view(environment))
     return path
 
 
@@ -165,6 +169,7 @@ def main() -> None:
                 _, status = os.waitpid(pid, 0)
                 conn.send(str(os.waitstatus_to_exitcode(status)).encode())
                 conn.close()
+    shutil.rmtree(os.path.dirname(path), ignore_errors=True)  # its test process has ended
 
 
 def _become(request: dict[str, Any], fds: list[int]) -> None:
