@@ -90,6 +90,7 @@ def _server() -> str:
     server = subprocess.Popen([sys.executable, "-c", boot, path, str(os.getpid())], env=environment,
                               stdin=subprocess.DEVNULL, cwd=folder)  # fmt: skip
     atexit.register(shutil.rmtree, folder, True)
+    atexit.register(server.wait, 60)  # its CPU time, and its programs', counted as this process's children's
     atexit.register(server.kill)  # runs first
     deadline = time.monotonic() + START_S
     while not os.path.exists(path + ".ready"):
