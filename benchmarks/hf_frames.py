@@ -138,13 +138,14 @@ def table(rows: list[dict[str, Any]]) -> str:
     lines = [
         "| model:how compiled | frames saved | served | frames loaded / traced | graphs from caches | compiled "
         "| Inductor tuned: benchmarks / autotunes / coordinate descents | first call s: served vs default, no "
-        "caches / warm | process start to first result s: the same | outputs | why a frame was not saved "
-        "(first) |",
+        "caches / warm | process start to first result s: the same | outputs | why a run failed, or a frame "
+        "was not saved (first) |",
         "|---|---|---|---|---|---|---|---|---|---|---|",
     ]
     for row in rows:
         served = row.get("served", {})
         same = served.get("digest") is not None and served.get("digest") == row["capture"].get("digest")
+        outputs = "-" if served.get("digest") is None else "equal" if same else "DIFFER"  # no served run: -
         tuned = " / ".join(
             str(served.get(k, "-"))
             for k in ("gpu_benchmarks", "generated_kernel_autotunes", "coordinate_descent")
@@ -153,10 +154,19 @@ def table(rows: list[dict[str, Any]]) -> str:
             f"| {row['case']} | {row['frames_saved']} | {verdict(row)} | "
             f"{served.get('frames_served', '-')} / {served.get('graphs_traced', '-')} | "
             f"{served.get('fxgraph_hits', '-')} | {len(served.get('objects_compiled') or [])} | {tuned} | "
-            f"{first_calls(row)} | {first_calls(row, 'to_first_result_s')} | {'equal' if same else 'DIFFER'} | "
-            f"{(row['first_not_saved'] or '').replace('|', '/')[:160]} |"
+            f"{first_calls(row)} | {first_calls(row, 'to_first_result_s')} | {outputs} | "
+            f"{why_not(row).replace('|', '/')[:160]} |"
         )
     return "\n".join(lines)
+
+
+def why_not(row: dict[str, Any]) -> str:
+    """Why a run failed (the last line it printed), else why a frame was not saved (the first said), else ''."""
+    for run_name in ("capture", "served"):
+        failed = row.get(run_name, {}).get("failed")
+        if failed:
+            return f"the {run_name} run failed: {failed[0]}"
+    return str(row["first_not_saved"] or "")
 
 
 def first_calls(row: dict[str, Any], measure: str = "first_call_s") -> str:
