@@ -56,7 +56,8 @@ def test_a_hugging_face_llama_compiled_whole_is_served_its_frame_with_nothing_tr
     def run(folder: Path, *command: str, **extra: str) -> subprocess.CompletedProcess[str]:
         folder.mkdir()
         env = factories.program_environment(folder) | {"HF_HUB_OFFLINE": "1", **extra}
-        done = forked_python.run(command, env=env, cwd=folder, capture_output=True, text=True, timeout=600)
+        # new interpreters: one forked run of 7 traced this model and missed its graph, unexplained yet
+        done = subprocess.run(command, env=env, cwd=folder, capture_output=True, text=True, timeout=600)
         assert done.returncode == 0 and "Traceback" not in done.stderr, done.stderr[-3000:]
         return done
 
