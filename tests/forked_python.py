@@ -1,5 +1,5 @@
 """`run(command, ...)`: `subprocess.run` for the Python programs the tests start, each forked from one server
-per test process that has imported torch and nothing of tuned-kernels', instead of a new interpreter
+per test process that has imported torch (and SymPy) and nothing of tuned-kernels', instead of a new interpreter
 importing torch again (about 1.9 s of CPU time a program on this suite's machines).
 
 A forked program starts as `python SCRIPT ARGS`, `python -c CODE ARGS` or `python -m MODULE ARGS` would, with
@@ -29,7 +29,7 @@ from typing import Any
 
 STARTUP = (  # the names or prefixes of what they read (torch's config modules: TORCH_*, TORCHDYNAMO_*, ...)
     *("PYTHON", "LC_", "LANG", "LD_", "MALLOC_", "OMP_", "GOMP_", "KMP_", "MKL_", "OPENBLAS_"),
-    *("TORCH_", "TORCHDYNAMO_", "TORCHEXPORT_", "TORCHINDUCTOR_FORCE_DISABLE_CACHES"),
+    *("TORCH_", "TORCHDYNAMO_", "TORCHEXPORT_", "TORCHINDUCTOR_FORCE_DISABLE_CACHES", "SYMPY_"),
 )
 ENABLED = os.environ.get("TESTS_FORKED_PYTHON", "1") != "0"
 START_S = 120  # the server's own start: an interpreter importing torch
@@ -135,6 +135,7 @@ def main() -> None:
     import gc
     import selectors
 
+    import sympy  # noqa: F401 - and what every program that compiles would, reading SYMPY_* as it starts
     import torch  # noqa: F401 - what every program would import again
 
     path, parent = sys.argv[1], int(sys.argv[2])
