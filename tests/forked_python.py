@@ -50,11 +50,12 @@ def run(
     """The program `command` names (`[sys.executable, ...]`), its output captured as text."""
     assert capture_output and text, "forked programs always have their output captured as text"
     environment = dict(os.environ if env is None else env)
-    if not ENABLED or not _forkable(command, environment):
+    server = _server() if ENABLED and _forkable(command, environment) else None
+    if server is None:
         done = subprocess.run(command, env=environment, cwd=cwd, timeout=timeout, input=input,
                               capture_output=True, text=True, check=False)  # fmt: skip
     else:
-        done = _forked(command, environment, str(cwd or os.getcwd()), timeout, input)
+        done = _forked(server, command, environment, str(cwd or os.getcwd()), timeout, input)
     if check and done.returncode:
         raise subprocess.CalledProcessError(done.returncode, command, done.stdout, done.stderr)
     return done
@@ -78,10 +79,11 @@ def _forkable(command: list[str], env: dict[str, str]) -> bool:
     return _startup_view(env) == (_SERVER["startup"] if running else _startup_view(_server_environment()))
 
 
-def _server() -> str:
-    """The server's socket, the server started at the first call of this process."""
+def _server() -> str | None:
+    """The server's socket, the server started at the first call of this process; None where it cannot start
+    here (said once: the programs then start as new interpreters)."""
     if _SERVER.get("pid") == os.getpid():
-        return str(_SERVER["path"])
+        return str(_SERVER["path"]) if _SERVER["path"] else None
     folder = tempfile.mkdtemp(prefix="tests-forked-python-")
     path = os.path.join(folder, "socket")
     here = str(Path(__file__).parent)
@@ -95,19 +97,23 @@ def _server() -> str:
     deadline = time.monotonic() + START_S
     while not os.path.exists(path + ".ready"):
         if server.poll() is not None or time.monotonic() > deadline:
-            raise RuntimeError(f"the forked-python server did not start (exit {server.poll()})")
+            print(f"forked_python: no server here (exit {server.poll()}): new interpreters", file=sys.stderr)
+            _SERVER.update(pid=os.getpid(), path=None, startup={})
+            return None
         time.sleep(0.01)
     _SERVER.update(pid=os.getpid(), path=path, startup=_startup_view(environment))
     return path
 
 
-def _forked(command: list[str], env: dict[str, str], cwd: str, timeout: float, input: str | None) -> Any:
+def _forked(
+    server: str, command: list[str], env: dict[str, str], cwd: str, timeout: float, input: str | None
+) -> Any:
     request = json.dumps({"args": command[1:], "env": env, "cwd": cwd}).encode()
     with tempfile.TemporaryFile() as stdin, tempfile.TemporaryFile() as out, tempfile.TemporaryFile() as err:
         stdin.write((input or "").encode())
         stdin.seek(0)
         with socket.socket(socket.AF_UNIX, socket.SOCK_SEQPACKET) as conn:
-            conn.connect(_server())
+            conn.connect(server)
             socket.send_fds(conn, [request], [stdin.fileno(), out.fileno(), err.fileno()])
             pid = int(conn.recv(64))
             conn.settimeout(timeout)
@@ -139,6 +145,7 @@ def main() -> None:
     import torch  # noqa: F401 - what every program would import again
 
     path, parent = sys.argv[1], int(sys.argv[2])
+    os.close(os.pidfd_open(os.getpid()))  # what waiting for its programs needs (Linux 5.3): else no server
     listener = socket.socket(socket.AF_UNIX, socket.SOCK_SEQPACKET)
     listener.bind(path)
     listener.listen(64)
