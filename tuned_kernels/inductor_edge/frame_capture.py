@@ -104,11 +104,8 @@ def _guards_read_back(saved: bytes, held: dict[str, Any]) -> str | None:
     """Why torch cannot read the frame's saved guards back, as a served process would (torch 2.11 fails on
     some it wrote itself: a function's defaults guarded), or None: a frame no process could load is not
     shipped to fail in each."""
-    from torch._dynamo import aot_compile
-
     try:
-        state = aot_compile.AOTCompileUnpickler(held, io.BytesIO(saved)).load()
-        frames.guards_state(state["guards_state"])
+        frames.guards_state(frames.saved_state(saved, held)["guards_state"])
     except Exception as exc:
         return f"torch cannot read its saved guards back ({one_line(f'{type(exc).__name__}: {exc}', 120)})"
     return None
@@ -252,7 +249,7 @@ def _slimmed(saved: bytes, held: dict[str, Any]) -> bytes:
     from torch._dynamo import aot_compile
 
     try:
-        state = aot_compile.AOTCompileUnpickler(held, io.BytesIO(saved)).load()
+        state = frames.saved_state(saved, held)
         sources = state["source_info"]
         sources.inlined_sources = {dataclasses.replace(s, content="") for s in sources.inlined_sources}
         deserialize, inner = state["compiled_fn"]

@@ -379,6 +379,14 @@ def _contents(cell: Any) -> Any:
         return None
 
 
+def saved_state(saved: bytes, held: dict[str, Any]) -> dict[str, Any]:
+    """torch's saved frame unpickled as torch does, the objects outside it (`external_objects`) from `held`:
+    its parts as saved, none of them loaded."""
+    from torch._dynamo import aot_compile
+
+    return aot_compile.AOTCompileUnpickler(held, io.BytesIO(saved)).load()  # type: ignore[no-any-return]
+
+
 def _artifacts(compiled: bytes, held: dict[str, Any]) -> Any:
     """torch's saved frame, loaded as `AOTCompiledFunction.deserialize` loads it, without building its
     guards against a copy of the globals (they are built against the function's own)."""
@@ -386,7 +394,7 @@ def _artifacts(compiled: bytes, held: dict[str, Any]) -> Any:
     from torch._dynamo import aot_compile
     from torch._dynamo.package import SerializedCode
 
-    state = aot_compile.AOTCompileUnpickler(held, io.BytesIO(compiled)).load()
+    state = saved_state(compiled, held)
     env = state["runtime_env"]
     state["runtime_env"] = dataclasses.replace(env, bytecode=SerializedCode.to_code_object(env.bytecode))
     deserialize, saved = state["compiled_fn"]
