@@ -161,8 +161,9 @@ def main() -> None:
                 pid = os.fork()
                 if pid == 0:  # the program: nothing of the server's stays open in it
                     for held in list(waiting.get_map().values()):
-                        os.close(held.fd) if held.data is not None else None
-                        held.data[1].close() if held.data is not None else None
+                        if held.data is not None:  # another program's exit to wait for, its caller's socket
+                            os.close(held.fd)
+                            held.data[1].close()
                     waiting.close()
                     listener.close()
                     conn.close()
