@@ -75,7 +75,8 @@ def run(folder: Path, command: list[str], **extra: str) -> tuple[dict[str, Any],
     wall = time.perf_counter() - started
     if done.returncode != 0 or "RESULT " not in done.stdout:
         return (
-            {"failed": done.stderr.strip().splitlines()[-1:] or [f"exit {done.returncode}"]},
+            # its last lines: the record keeps them, the table shows the last
+            {"failed": done.stderr.strip().splitlines()[-30:] or ["no output"], "exit": done.returncode},
             done.stderr,
             wall,
         )
@@ -165,7 +166,7 @@ def why_not(row: dict[str, Any]) -> str:
     for run_name in ("capture", "served"):
         failed = row.get(run_name, {}).get("failed")
         if failed:
-            return f"the {run_name} run failed: {failed[0]}"
+            return f"the {run_name} run failed: {failed[-1]}"
     return str(row["first_not_saved"] or "")
 
 

@@ -186,13 +186,21 @@ def main(arch: str, style: str, device: str, mode: str | None) -> dict[str, Any]
             eager, compiled = eager.float().softmax(-1), clock.time(logged, x)
         elif style == "two-lengths":  # a second length: Dynamo compiles again, for a dynamic length
             once = compile(model)
-            torch.testing.assert_close(clock.time(run, once, x), eager, rtol=1e-4, atol=1e-4)
+            torch.testing.assert_close(clock.time(run, once, x), eager, **close(device))
             longer = torch.randint(0, 128, (2, 24)).to(device)
             eager, compiled = run(model, longer), run(once, longer)
         else:
             raise SystemExit(f"unknown style {style}: one of {', '.join(STYLES)}")
-    torch.testing.assert_close(compiled, eager, rtol=1e-4, atol=1e-4)
+    torch.testing.assert_close(compiled, eager, **close(device))
     return {"digest": digest(compiled), "first_call_s": clock.seconds, "first_result_at": clock.at}
+
+
+def close(device: str) -> dict[str, float]:
+    """How close the compiled result must be to eager's. On a GPU, float32 convolutions run in TF32 by
+    default (torch.backends.cudnn.allow_tf32: 10 mantissa bits), eager's and Inductor's choice of algorithm
+    alike, so the vision models' results differ by about 1e-3 there."""
+    loose = device == "cuda" and torch.backends.cudnn.allow_tf32
+    return {"rtol": 1e-2, "atol": 1e-2} if loose else {"rtol": 1e-4, "atol": 1e-4}
 
 
 class FirstCall:
