@@ -1,5 +1,7 @@
 import os
+import shlex
 import shutil
+import sys
 import tempfile
 from pathlib import Path
 
@@ -10,10 +12,20 @@ if not os.environ.get("TUNED_KERNELS_GPU_TESTS"):
 # Inductor's C++ compiles, in this process and the programs the tests start, go through a cache kept for
 # this run of the suite (tests/compiler/g++): the same generated source compiled in test after test with
 # empty caches of its own is written from the first compile. The workers pytest-xdist starts share it.
+# Inductor calls the compiler about 1,200 times a run (`--version` and `-v` among them): the cache runs on
+# this Python, isolated and without its site (-I -S), 0.03 s a call, where the `python3` its first line
+# finds may be a version manager's shell script (pyenv's shim: 0.1 s).
 if "TESTS_CXX_CACHE" not in os.environ and shutil.which(os.environ.get("CXX", "g++")):
     os.environ["TESTS_REAL_CXX"] = os.environ.get("CXX", "g++")
-    os.environ["CXX"] = str(Path(__file__).parent / "compiler" / "g++")
     os.environ["TESTS_CXX_CACHE"] = _CXX_CACHE = tempfile.mkdtemp(prefix="tests-cxx-cache-")
+    _launcher = Path(_CXX_CACHE, "bin", "g++")
+    _launcher.parent.mkdir()
+    _cache = Path(__file__).parent / "compiler" / "g++"
+    _launcher.write_text(
+        f'#!/bin/sh\nexec {shlex.quote(sys.executable)} -I -S {shlex.quote(str(_cache))} "$@"\n'
+    )
+    _launcher.chmod(0o755)
+    os.environ["CXX"] = str(_launcher)
 
 
 # Inductor's C++ back end takes the CPU's vector instructions as given, instead of compiling and loading a

@@ -10,6 +10,10 @@ what an interpreter does (atexit, flushing, joining threads). What the interpret
 environment only as they start (`STARTUP`) is the server's: a program whose environment differs there, or a
 command in any other form, runs as a new process (`subprocess.run`), as does every program when
 TESTS_FORKED_PYTHON=0.
+
+A program that `capture` starts (`capture ... -- python PROGRAM`) is forked too: its `python` is replaced by a
+launcher (this file's `launch`, on this Python without its site) that has the server fork the program on the
+launcher's own streams, passes SIGINT and SIGTERM on, and ends as the program does.
 """
 
 from __future__ import annotations
@@ -17,12 +21,14 @@ from __future__ import annotations
 import atexit
 import json
 import os
+import shlex
 import shutil
 import signal
 import socket
 import subprocess
 import sys
 import tempfile
+import threading
 import time
 from pathlib import Path
 from typing import Any
@@ -51,6 +57,8 @@ def run(
     assert capture_output and text, "forked programs always have their output captured as text"
     environment = dict(os.environ if env is None else env)
     server = _server() if ENABLED and _forkable(command, environment) else None
+    if server is not None:
+        command, environment = _launched_within(command, environment)
     if server is None:
         done = subprocess.run(command, env=environment, cwd=cwd, timeout=timeout, input=input,
                               capture_output=True, text=True, check=False)  # fmt: skip
@@ -108,22 +116,10 @@ def _server() -> str | None:
 def _forked(
     server: str, command: list[str], env: dict[str, str], cwd: str, timeout: float, input: str | None
 ) -> Any:
-    request = json.dumps({"args": command[1:], "env": env, "cwd": cwd}).encode()
     with tempfile.TemporaryFile() as stdin, tempfile.TemporaryFile() as out, tempfile.TemporaryFile() as err:
         stdin.write((input or "").encode())
         stdin.seek(0)
-        with socket.socket(socket.AF_UNIX, socket.SOCK_SEQPACKET) as conn:
-            conn.connect(server)
-            socket.send_fds(conn, [request], [stdin.fileno(), out.fileno(), err.fileno()])
-            pid = int(conn.recv(64))
-            conn.settimeout(timeout)
-            try:
-                code: int | None = int(conn.recv(64))
-            except TimeoutError:
-                os.kill(pid, signal.SIGKILL)
-                code = None
-                conn.settimeout(60)
-                conn.recv(64)
+        code = _program(server, command, env, cwd, [stdin.fileno(), out.fileno(), err.fileno()], timeout)
         texts = []
         for stream in (out, err):
             stream.seek(0)
@@ -131,6 +127,88 @@ def _forked(
     if code is None:
         raise subprocess.TimeoutExpired(command, timeout, output=texts[0], stderr=texts[1])
     return subprocess.CompletedProcess(command, code, texts[0], texts[1])
+
+
+def _program(
+    server: str, command: list[str], env: dict[str, str], cwd: str, fds: list[int], timeout: float | None
+) -> int | None:
+    """`command` forked by the server with `fds` as its standard streams: its exit code (negative: the signal
+    that ended it), None when it ran past `timeout` and was killed. SIGINT and SIGTERM this process gets
+    while the program runs are passed on to it."""
+    request = json.dumps({"args": command[1:], "env": env, "cwd": cwd}).encode()
+    with socket.socket(socket.AF_UNIX, socket.SOCK_SEQPACKET) as conn:
+        conn.connect(server)
+        socket.send_fds(conn, [request], fds)
+        pid = int(conn.recv(64))
+        held = {s: signal.getsignal(s) for s in (signal.SIGINT, signal.SIGTERM)}
+        if threading.current_thread() is threading.main_thread():
+            for passed in held:
+                signal.signal(passed, lambda number, _: os.kill(pid, number))
+        conn.settimeout(timeout)
+        try:
+            return int(conn.recv(64))
+        except TimeoutError:
+            os.kill(pid, signal.SIGKILL)
+            conn.settimeout(60)
+            conn.recv(64)
+            return None
+        finally:
+            if threading.current_thread() is threading.main_thread():
+                for number, handler in held.items():
+                    signal.signal(number, handler)
+
+
+# --- a program that a tool the tests run starts itself (capture's): forked as well ---
+
+SERVER_VARIABLE = "TESTS_FORKED_PYTHON_SERVER"  # the socket, for the launcher in the programs' environment
+
+
+def _launched_within(command: list[str], env: dict[str, str]) -> tuple[list[str], dict[str, str]]:
+    """`command` and `env` with the Python program `capture ... -- PYTHON PROGRAM` starts given to the
+    launcher instead of a new interpreter: the launcher has the server fork it (where its environment allows)."""
+    if command[1:4] != ["-m", "tuned_kernels", "capture"] or "--" not in command:
+        return command, env
+    at = command.index("--") + 1
+    if command[at : at + 1] != [sys.executable]:
+        return command, env
+    launcher = _launcher()
+    return [*command[:at], launcher, *command[at + 1 :]], {**env, SERVER_VARIABLE: str(_SERVER["path"])}
+
+
+def _launcher() -> str:
+    """The launcher of this process's server: a shell script beside its socket that runs this file as
+    `launch` on this Python, isolated and without its site (0.03 s)."""
+    path = Path(str(_SERVER["path"]) + ".launcher")
+    if not path.exists():
+        this = shlex.quote(str(Path(__file__).resolve()))
+        Path(str(_SERVER["path"]) + ".startup").write_text(json.dumps(_SERVER["startup"]))
+        path.write_text(f'#!/bin/sh\nexec {shlex.quote(sys.executable)} -I -S {this} launch "$@"\n')
+        path.chmod(0o755)
+    return str(path)
+
+
+def launch(args: list[str]) -> None:
+    """`python ARGS` forked by the server named in the environment, on this process's standard streams, this
+    process ending as it ends; a new interpreter (`exec`) where the environment differs from the server's in
+    what Python and torch read as they start, or the server has gone."""
+    env = dict(os.environ)
+    server = env.pop(SERVER_VARIABLE, "")
+    command = [sys.executable, *args]
+    try:
+        startup = json.loads(Path(server + ".startup").read_text())
+    except (OSError, ValueError):
+        startup = None
+    if startup != _startup_view(env) or len(args) < 1:
+        os.execve(sys.executable, command, env)
+    try:
+        code = _program(server, command, env, os.getcwd(), [0, 1, 2], None)
+    except OSError:  # the server has ended: its test process is gone
+        os.execve(sys.executable, command, env)
+    assert code is not None
+    if code < 0:  # ended by a signal: so does this process, for its caller to see
+        signal.signal(-code, signal.SIG_DFL)
+        os.kill(os.getpid(), -code)
+    sys.exit(code)
 
 
 # --- the server and its forked programs ---
@@ -241,3 +319,7 @@ def _become(request: dict[str, Any], fds: list[int]) -> None:
         sys.excepthook(type(error), error, error.__traceback__)
         raise SystemExit(1) from None
     raise SystemExit(0)
+
+
+if __name__ == "__main__" and sys.argv[1:2] == ["launch"]:
+    launch(sys.argv[2:])
