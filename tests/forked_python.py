@@ -28,7 +28,6 @@ import socket
 import subprocess
 import sys
 import tempfile
-import threading
 import time
 from pathlib import Path
 from typing import Any
@@ -130,20 +129,27 @@ def _forked(
 
 
 def _program(
-    server: str, command: list[str], env: dict[str, str], cwd: str, fds: list[int], timeout: float | None
+    server: str,
+    command: list[str],
+    env: dict[str, str],
+    cwd: str,
+    fds: list[int],
+    timeout: float | None,
+    passes_signals: bool = False,
 ) -> int | None:
     """`command` forked by the server with `fds` as its standard streams: its exit code (negative: the signal
-    that ended it), None when it ran past `timeout` and was killed. SIGINT and SIGTERM this process gets
-    while the program runs are passed on to it."""
+    that ended it), None when it ran past `timeout` and was killed. With `passes_signals` (the launcher),
+    SIGINT and SIGTERM this process gets while the program runs go to the program."""
     request = json.dumps({"args": command[1:], "env": env, "cwd": cwd}).encode()
+    started: list[int] = []  # the program's pid, once forked (a signal before then has no one to go to)
+    if passes_signals:
+        for passed in (signal.SIGINT, signal.SIGTERM):
+            signal.signal(passed, lambda number, _: started and os.kill(started[0], number))
     with socket.socket(socket.AF_UNIX, socket.SOCK_SEQPACKET) as conn:
         conn.connect(server)
         socket.send_fds(conn, [request], fds)
         pid = int(conn.recv(64))
-        held = {s: signal.getsignal(s) for s in (signal.SIGINT, signal.SIGTERM)}
-        if threading.current_thread() is threading.main_thread():
-            for passed in held:
-                signal.signal(passed, lambda number, _: os.kill(pid, number))
+        started.append(pid)
         conn.settimeout(timeout)
         try:
             return int(conn.recv(64))
@@ -152,10 +158,6 @@ def _program(
             conn.settimeout(60)
             conn.recv(64)
             return None
-        finally:
-            if threading.current_thread() is threading.main_thread():
-                for number, handler in held.items():
-                    signal.signal(number, handler)
 
 
 # --- a program that a tool the tests run starts itself (capture's): forked as well ---
@@ -201,7 +203,7 @@ def launch(args: list[str]) -> None:
     if startup != _startup_view(env) or len(args) < 1:
         os.execve(sys.executable, command, env)
     try:
-        code = _program(server, command, env, os.getcwd(), [0, 1, 2], None)
+        code = _program(server, command, env, os.getcwd(), [0, 1, 2], None, passes_signals=True)
     except OSError:  # the server has ended: its test process is gone
         os.execve(sys.executable, command, env)
     assert code is not None
