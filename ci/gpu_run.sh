@@ -9,7 +9,8 @@
 #   this machine's CPU: carry cryptography and cffi wheels), timing-noise (benchmarks/timing_noise.py), card-ranking
 #   (benchmarks/card_ranking.py --from CARD_RANKING_FROM, a speedup result file in the tree), hf
 #   (benchmarks/hf_frames.py --device cuda --baselines with its HF_ARGS: Hugging Face models captured and
-#   served, the machine's own transformers; its table in $OUT/hf-frames.md) and/or benchmarks/run.py's --steps.
+#   served, the machine's own transformers; its table in $OUT/hf-frames.md; HF_BASELINES=0 leaves the plain
+#   runs out) and/or benchmarks/run.py's --steps.
 #   helion: benchmarks/helion_first_call.py, its HELION_MODES (default all) in HELION_WORK (kept in
 #   $OUT/helion-work.tgz, to carry to the next call: a search of every kernel may take most of one call).
 #   A failing test or step makes the script exit non-zero, after the other steps have run.
@@ -80,7 +81,9 @@ if [[ ,$STEPS, == *,card-ranking,* ]]; then
   STEPS=${STEPS/card-ranking/}; STEPS=${STEPS//,,/,}; STEPS=${STEPS#,}; STEPS=${STEPS%,}
 fi
 if [[ ,$STEPS, == *,hf,* ]]; then
-  python3 "$REPO/benchmarks/hf_frames.py" --device cuda --baselines ${HF_ARGS:-} --out "$OUT/hf-frames.md" 2>&1 | tail -40 || failed=1
+  # HF_BASELINES=0: the captured and served runs alone (about half of each case's time), no plain runs beside
+  baselines=$([[ ${HF_BASELINES:-1} == 0 ]] || echo --baselines)
+  python3 "$REPO/benchmarks/hf_frames.py" --device cuda $baselines ${HF_ARGS:-} --out "$OUT/hf-frames.md" 2>&1 | tail -40 || failed=1
   STEPS=${STEPS/hf/}; STEPS=${STEPS//,,/,}; STEPS=${STEPS#,}; STEPS=${STEPS%,}
 fi
 if [[ ,$STEPS, == *,timing-noise,* ]]; then
