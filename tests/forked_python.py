@@ -56,12 +56,11 @@ def run(
     assert capture_output and text, "forked programs always have their output captured as text"
     environment = dict(os.environ if env is None else env)
     server = _server() if ENABLED and _forkable(command, environment) else None
-    if server is not None:
-        command, environment = _launched_within(command, environment)
     if server is None:
         done = subprocess.run(command, env=environment, cwd=cwd, timeout=timeout, input=input,
                               capture_output=True, text=True, check=False)  # fmt: skip
     else:
+        command, environment = _launched_within(command, environment)
         done = _forked(server, command, environment, str(cwd or os.getcwd()), timeout, input)
     if check and done.returncode:
         raise subprocess.CalledProcessError(done.returncode, command, done.stdout, done.stderr)
