@@ -85,7 +85,12 @@ def run_step(bench: Bench, step: str, args: argparse.Namespace) -> None:
         cases = [c.split(":") for c in args.graph_cases.split(",")]
         cases_run = [(c[0], c[1], c[2:] == ["train"]) for c in cases]
         inductor_warm.run(
-            bench, args.repeats, cases_run, on_cuda1=args.graphs_on_cuda1, samples=args.graph_samples
+            bench,
+            args.repeats,
+            cases_run,
+            on_cuda1=args.graphs_on_cuda1,
+            samples=args.graph_samples,
+            steady_only=args.graphs_steady_only,
         )
     elif step == "scaling":
         scaling.run(bench, args.scaling_budget)
@@ -150,6 +155,12 @@ def main() -> None:
         "--graphs-on-cuda1",
         action="store_true",
         help="graphs: also serve each capture (made on cuda:0) to the program on cuda:1 (two GPUs)",
+    )
+    parser.add_argument(
+        "--graphs-steady-only",
+        action="store_true",
+        help="graphs: the bundle's and the warm machine's runs alone, for their steady steps (no traced row, "
+        "no default-mode baseline)",
     )
     parser.add_argument("--programs", default=",".join(PROGRAMS), help="real programs (programs)")
     parser.add_argument("--entries", type=int, default=100_000, help="entries of the synthetic bundle (load)")

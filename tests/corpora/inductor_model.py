@@ -1,7 +1,8 @@
 """A torch.compile program for the GPU: `python inductor_model.py MODEL MODE [train]`, MODEL one of those `model`
 makes, MODE a torch.compile mode (`max-autotune-no-cudagraphs`, `default`, ...); `train`: each step is a
 forward and a backward. Runs the model once (the first call: compiling and Inductor's autotuning) and then for
-a steady state (ms per step: the median of several timed blocks), checks the output (and, training, a
+a steady state (ms per step: the median of several timed blocks; and the GPU time of a step's kernels,
+by torch's profiler), checks the output (and, training, a
 gradient) against eager PyTorch, and prints one JSON line: first-call seconds, the GEMM autotunings Inductor
 ran (counted by its own feedback savers), ms per step, Inductor's counts of graphs found in its caches and
 compiled, and a digest of the output (the same kernels on the same inputs give the same bits).
@@ -23,6 +24,8 @@ from torch import nn
 
 TOKENS = 512
 STEPS_PER_BLOCK, STEP_BLOCKS = 50, 7  # ms per step: the median of 7 blocks of 50 steps
+# the GPU time of a step's kernels: the median of 5 blocks of 20 profiled steps
+KERNEL_STEPS, KERNEL_BLOCKS = 20, 5
 
 
 class MLPBlock(nn.Module):
@@ -287,6 +290,24 @@ def timed_steps(compiled: nn.Module, x: torch.Tensor, train: bool) -> float:
     return float(start.elapsed_time(end)) / STEPS_PER_BLOCK
 
 
+def kernel_time(compiled: nn.Module, x: torch.Tensor, train: bool) -> tuple[float, int]:
+    """The GPU time of one step's kernels (ms, by torch's profiler) and how many a step launches. A step of
+    a few hundred microseconds is bound by the host launching its kernels, so its wall time measures the host
+    as much as the kernels; this is the kernels' own time, which the host's speed does not move."""
+    from torch.autograd import DeviceType
+
+    times, launched = [], 0
+    for _ in range(KERNEL_BLOCKS):
+        with torch.profiler.profile(activities=[torch.profiler.ProfilerActivity.CUDA]) as profile:
+            for _ in range(KERNEL_STEPS):
+                step(compiled, x, train)
+            torch.cuda.synchronize()
+        on_gpu = [e for e in profile.events() if e.device_type == DeviceType.CUDA]
+        times.append(sum(e.time_range.elapsed_us() for e in on_gpu) / 1000 / KERNEL_STEPS)
+        launched = len(on_gpu) // KERNEL_STEPS
+    return float(statistics.median(times)), launched
+
+
 def graph_counts() -> dict[str, int]:
     from torch._dynamo.utils import counters
 
@@ -361,6 +382,7 @@ def main() -> None:
         for _ in range(10):
             step(compiled, x, train)
         step_ms = statistics.median(timed_steps(compiled, x, train) for _ in range(STEP_BLOCKS))
+        kernel_ms, kernels_per_step = kernel_time(compiled, x, train)
         if os.environ.get("INDUCTOR_MODEL_PROFILE"):  # diagnostics: the kernels of three steps, by GPU time
             with torch.profiler.profile(activities=[torch.profiler.ProfilerActivity.CUDA]) as profile:
                 for _ in range(3):
@@ -382,6 +404,8 @@ def main() -> None:
                 "gemm_autotunings": len(autotunings),
                 "gemm_choices_benchmarked": sum(n for _, n in autotunings),
                 "step_ms": round(step_ms, 4),
+                "kernel_ms": round(kernel_ms, 4),  # the GPU time of a step's kernels
+                "kernels_per_step": kernels_per_step,
                 "output_digest": digest,
                 "first_call_work": first_call_work,
                 "first_call_tuned": first_call_tuned,
