@@ -112,6 +112,33 @@ def run_step(bench: Bench, step: str, args: argparse.Namespace) -> None:
         raise SystemExit(f"unknown step {step}")
 
 
+def graph_arguments(parser: argparse.ArgumentParser) -> None:
+    """The `graphs` step's options."""
+    parser.add_argument(
+        "--graph-cases",
+        default="mlp:max-autotune-no-cudagraphs,mlp:default,llama:max-autotune-no-cudagraphs,llama:default,"
+        "decoder:max-autotune-no-cudagraphs,decoder:default,decoder:max-autotune-no-cudagraphs:train",
+        help="MODEL:MODE[:train],... (graphs)",
+    )
+    parser.add_argument(
+        "--graph-samples",
+        default=None,
+        help="graphs: a folder for each first call's sampled stacks (bundle, warm and default runs), "
+        "as benchmarks/first_call_samples.py reads them",
+    )
+    parser.add_argument(
+        "--graphs-on-cuda1",
+        action="store_true",
+        help="graphs: also serve each capture (made on cuda:0) to the program on cuda:1 (two GPUs)",
+    )
+    parser.add_argument(
+        "--graphs-steady-only",
+        action="store_true",
+        help="graphs: the bundle's and the warm machine's runs alone, for their steady steps (no traced row, "
+        "no default-mode baseline)",
+    )
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0] if __doc__ else None)
     parser.add_argument("--json", default=None, help="write the full results here (after every step)")
@@ -139,29 +166,7 @@ def main() -> None:
         "--predict-budget", type=float, default=480.0, help="seconds at most for the predict step's tune"
     )
     parser.add_argument("--models", default="mlp,llama", help="torch.compile models (inductor)")
-    parser.add_argument(
-        "--graph-cases",
-        default="mlp:max-autotune-no-cudagraphs,mlp:default,llama:max-autotune-no-cudagraphs,llama:default,"
-        "decoder:max-autotune-no-cudagraphs,decoder:default,decoder:max-autotune-no-cudagraphs:train",
-        help="MODEL:MODE[:train],... (graphs)",
-    )
-    parser.add_argument(
-        "--graph-samples",
-        default=None,
-        help="graphs: a folder for each first call's sampled stacks (bundle, warm and default runs), "
-        "as benchmarks/first_call_samples.py reads them",
-    )
-    parser.add_argument(
-        "--graphs-on-cuda1",
-        action="store_true",
-        help="graphs: also serve each capture (made on cuda:0) to the program on cuda:1 (two GPUs)",
-    )
-    parser.add_argument(
-        "--graphs-steady-only",
-        action="store_true",
-        help="graphs: the bundle's and the warm machine's runs alone, for their steady steps (no traced row, "
-        "no default-mode baseline)",
-    )
+    graph_arguments(parser)
     parser.add_argument("--programs", default=",".join(PROGRAMS), help="real programs (programs)")
     parser.add_argument("--entries", type=int, default=100_000, help="entries of the synthetic bundle (load)")
     parser.add_argument(

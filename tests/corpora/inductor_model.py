@@ -308,6 +308,17 @@ def kernel_time(compiled: nn.Module, x: torch.Tensor, train: bool) -> tuple[floa
     return float(statistics.median(times)), launched
 
 
+def write_profile(compiled: nn.Module, x: torch.Tensor, train: bool, path: str) -> None:
+    """Diagnostics: the kernels of three steps, by GPU time, as a table in `path`."""
+    with torch.profiler.profile(activities=[torch.profiler.ProfilerActivity.CUDA]) as profile:
+        for _ in range(3):
+            step(compiled, x, train)
+        torch.cuda.synchronize()
+    table = profile.key_averages().table(sort_by="cuda_time_total", row_limit=40, max_name_column_width=90)
+    with open(path, "w") as f:
+        f.write(table)
+
+
 def graph_counts() -> dict[str, int]:
     from torch._dynamo.utils import counters
 
@@ -383,16 +394,8 @@ def main() -> None:
             step(compiled, x, train)
         step_ms = statistics.median(timed_steps(compiled, x, train) for _ in range(STEP_BLOCKS))
         kernel_ms, kernels_per_step = kernel_time(compiled, x, train)
-        if os.environ.get("INDUCTOR_MODEL_PROFILE"):  # diagnostics: the kernels of three steps, by GPU time
-            with torch.profiler.profile(activities=[torch.profiler.ProfilerActivity.CUDA]) as profile:
-                for _ in range(3):
-                    step(compiled, x, train)
-                torch.cuda.synchronize()
-            table = profile.key_averages().table(
-                sort_by="cuda_time_total", row_limit=40, max_name_column_width=90
-            )
-            with open(os.environ["INDUCTOR_MODEL_PROFILE"], "w") as f:
-                f.write(table)
+        if os.environ.get("INDUCTOR_MODEL_PROFILE"):
+            write_profile(compiled, x, train, os.environ["INDUCTOR_MODEL_PROFILE"])
     print(
         json.dumps(
             {
