@@ -181,11 +181,18 @@ def _steady_step(m: dict[str, Any]) -> tuple[str, bool]:
     if not all("kernel_ms" in x for x in m["bundle_only"] + m["warm_caches"]):
         return wall, warm / STEP_VS_WARM <= step <= STEP_VS_WARM * warm
     kernels, warm_kernels = median("kernel_ms", "bundle_only"), median("kernel_ms", "warm_caches")
-    launched = sorted({x["kernels_per_step"] for x in m["bundle_only"] + m["warm_caches"]})
+    runs = m["bundle_only"] + m["warm_caches"]
+    launched = sorted({len(x["kernels"]) if "kernels" in x else x["kernels_per_step"] for x in runs})
     text = (
         f"its kernels' GPU time {kernels:.3f} vs {warm_kernels:.3f} ms warm = **{kernels / warm_kernels:.3f}x** "
-        f"(runs: bundle {_spread(m['bundle_only'], 'kernel_ms')}, warm {_spread(m['warm_caches'], 'kernel_ms')} "
-        f"ms; {'/'.join(map(str, launched))} launched a step); wall {wall}"
+        f"(runs: bundle {_spread(m['bundle_only'], 'kernel_ms', 3)}, warm "
+        f"{_spread(m['warm_caches'], 'kernel_ms', 3)} ms; {'/'.join(map(str, launched))} kernels a step"
+        + (
+            f"; the capture's own run {m['capture']['kernel_ms']:.3f} ms"
+            if "kernel_ms" in m["capture"]
+            else ""
+        )
+        + f"); wall {wall}"
     )
     return text, warm_kernels / STEP_VS_WARM <= kernels <= STEP_VS_WARM * warm_kernels
 
@@ -214,10 +221,10 @@ def on_another_gpu(report: dict[str, Any], row: Callable[[str, str, str, str, bo
         )
 
 
-def _spread(runs: list[dict[str, Any]], field: str) -> str:
+def _spread(runs: list[dict[str, Any]], field: str, digits: int = 2) -> str:
     """The least and the largest `field` (milliseconds) of `runs`: `0.47–0.80`."""
     steps = [x[field] for x in runs]
-    return f"{min(steps):.2f}–{max(steps):.2f}"
+    return f"{min(steps):.{digits}f}–{max(steps):.{digits}f}"
 
 
 def _kernels(counted: dict[str, int] | None) -> str:

@@ -290,22 +290,26 @@ def timed_steps(compiled: nn.Module, x: torch.Tensor, train: bool) -> float:
     return float(start.elapsed_time(end)) / STEPS_PER_BLOCK
 
 
-def kernel_time(compiled: nn.Module, x: torch.Tensor, train: bool) -> tuple[float, int]:
-    """The GPU time of one step's kernels (ms, by torch's profiler) and how many a step launches. A step of
-    a few hundred microseconds is bound by the host launching its kernels, so its wall time measures the host
-    as much as the kernels; this is the kernels' own time, which the host's speed does not move."""
+def kernel_time(compiled: nn.Module, x: torch.Tensor, train: bool) -> tuple[float, dict[str, float]]:
+    """The GPU time of one step's kernels (ms, by torch's profiler), and each kernel's (ms a step, summed
+    over its launches; of the last block). A step of a few hundred microseconds is bound by the host
+    launching its kernels, so its wall time measures the host as much as the kernels; this is the kernels'
+    own time, which the host's speed does not move."""
     from torch.autograd import DeviceType
 
-    times, launched = [], 0
+    times: list[float] = []
+    by_name: dict[str, float] = {}
     for _ in range(KERNEL_BLOCKS):
         with torch.profiler.profile(activities=[torch.profiler.ProfilerActivity.CUDA]) as profile:
             for _ in range(KERNEL_STEPS):
                 step(compiled, x, train)
             torch.cuda.synchronize()
-        on_gpu = [e for e in profile.events() if e.device_type == DeviceType.CUDA]
-        times.append(sum(e.time_range.elapsed_us() for e in on_gpu) / 1000 / KERNEL_STEPS)
-        launched = len(on_gpu) // KERNEL_STEPS
-    return float(statistics.median(times)), launched
+        by_name = {}
+        for event in (e for e in profile.events() if e.device_type == DeviceType.CUDA):
+            ms = event.time_range.elapsed_us() / 1000 / KERNEL_STEPS
+            by_name[event.name] = by_name.get(event.name, 0.0) + ms
+        times.append(sum(by_name.values()))
+    return float(statistics.median(times)), {name: round(ms, 5) for name, ms in sorted(by_name.items())}
 
 
 def write_profile(compiled: nn.Module, x: torch.Tensor, train: bool, path: str) -> None:
@@ -393,7 +397,7 @@ def main() -> None:
         for _ in range(10):
             step(compiled, x, train)
         step_ms = statistics.median(timed_steps(compiled, x, train) for _ in range(STEP_BLOCKS))
-        kernel_ms, kernels_per_step = kernel_time(compiled, x, train)
+        kernel_ms, kernels = kernel_time(compiled, x, train)
         if os.environ.get("INDUCTOR_MODEL_PROFILE"):
             write_profile(compiled, x, train, os.environ["INDUCTOR_MODEL_PROFILE"])
     print(
@@ -408,7 +412,7 @@ def main() -> None:
                 "gemm_choices_benchmarked": sum(n for _, n in autotunings),
                 "step_ms": round(step_ms, 4),
                 "kernel_ms": round(kernel_ms, 4),  # the GPU time of a step's kernels
-                "kernels_per_step": kernels_per_step,
+                "kernels": kernels,  # each kernel's GPU time a step (ms)
                 "output_digest": digest,
                 "first_call_work": first_call_work,
                 "first_call_tuned": first_call_tuned,
