@@ -77,6 +77,7 @@ def run(
         argv = [model, mode, *tail]
         bundle = str(bench.work / f"graphs-{model}-{mode}{'-train' if train else ''}.pb.zst")
         rows: dict[str, Any] = {"capture": model_run(argv, fresh(BUNDLE=bundle), tool=True)}
+        out[case_name(model, mode, train)] = rows  # saved after each round: a call cut short keeps them
         rows["bundle_bytes"] = Path(bundle).stat().st_size
         _, shown = bench.tool(["inspect", "--json", bundle], bench.env())
         rows["graph_triton_kernels"] = json.loads(shown).get("graph_triton_kernels")  # shipped, launched
@@ -93,18 +94,16 @@ def run(
                 model_run(argv, {**warm, "TUNED_KERNELS": "1", **sampled(f"{case}-warm", run)})
             )
             rows.setdefault("bundle_only", []).append(model_run(argv, served))
-            if steady_only:
-                continue
-            traced = fresh(TUNED_KERNELS="1", TUNED_KERNELS_PATH=bundle, TUNED_KERNELS_FRAMES="0")
-            rows.setdefault("bundle_traced", []).append(model_run(argv, traced))  # the graph caches alone
-            if on_cuda1:
+            if not steady_only:
+                traced = fresh(TUNED_KERNELS="1", TUNED_KERNELS_PATH=bundle, TUNED_KERNELS_FRAMES="0")
+                rows.setdefault("bundle_traced", []).append(model_run(argv, traced))  # the graph caches
+            if on_cuda1 and not steady_only:
                 moved = fresh(TUNED_KERNELS="1", TUNED_KERNELS_PATH=bundle, INDUCTOR_MODEL_GPU="1")
                 rows.setdefault("bundle_on_cuda1", []).append(model_run(argv, moved))
-            if len(defaults.get(baseline, [])) < repeats:  # the baseline once per model
+            if len(defaults.get(baseline, [])) < repeats and not steady_only:  # the baseline once per model
                 cold = fresh(**sampled(baseline.replace(" ", "-") + "-no-caches", run))
                 defaults.setdefault(baseline, []).append(model_run([model, "default", *tail], cold))
-        out[case_name(model, mode, train)] = rows
-        bench.save()
+            bench.save()
 
 
 def verdicts(report: dict[str, Any], row: Callable[[str, str, str, str, bool | None], None]) -> None:
