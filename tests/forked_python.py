@@ -1,6 +1,8 @@
 """`run(command, ...)`: `subprocess.run` for the Python programs the tests start, each forked from one server
-per test process that has imported torch (and SymPy) and nothing of tuned-kernels', instead of a new interpreter
-importing torch again (about 1.9 s of CPU time a program on this suite's machines).
+per test process that has imported torch, SymPy and the libraries Dynamo and Inductor import that import none
+of what tuned-kernels waits for (`PRELOADED`), and nothing of tuned-kernels', instead of a new interpreter
+importing them again (about 1.9 s of CPU time a program on this suite's machines for torch, about 1 s more for
+the rest where a program imports Dynamo or Inductor).
 
 A forked program starts as `python SCRIPT ARGS`, `python -c CODE ARGS` or `python -m MODULE ARGS` would, with
 `env` and in `cwd`: its argv, `sys.path` (the script's folder, the env's PYTHONPATH, the interpreter's own),
@@ -32,9 +34,19 @@ import time
 from pathlib import Path
 from typing import Any
 
+# what Dynamo and Inductor import (torch's distributed tensors, networkx for AOTAutograd's partitioner, jinja2
+# for Inductor's templates, ...) that imports none of `WAITED_FOR`: the server imports them once
+PRELOADED = (
+    *("torch.distributed.tensor", "torch.distributed.fsdp._fully_shard", "torch.onnx.ops"),
+    *("torch._higher_order_ops.triton_kernel_wrap", "torch._functorch._aot_autograd.subclass_codegen"),
+    *("networkx", "jinja2", "filelock", "numpy.random", "google.protobuf.text_format"),
+)
+# what tuned-kernels' start-up waits for a program to import (and Dynamo, which imports them): never the server's
+WAITED_FOR = ("triton", "torch._inductor", "torch._dynamo", "helion", "tuned_kernels")
 STARTUP = (  # the names or prefixes of what they read (torch's config modules: TORCH_*, TORCHDYNAMO_*, ...)
     *("PYTHON", "LC_", "LANG", "LD_", "MALLOC_", "OMP_", "GOMP_", "KMP_", "MKL_", "OPENBLAS_"),
     *("TORCH_", "TORCHDYNAMO_", "TORCHEXPORT_", "TORCHINDUCTOR_FORCE_DISABLE_CACHES", "SYMPY_"),
+    *("NETWORKX_", "PROTOCOL_BUFFERS_"),
 )
 ENABLED = os.environ.get("TESTS_FORKED_PYTHON", "1") != "0"
 START_S = 120  # the server's own start: an interpreter importing torch
@@ -218,11 +230,17 @@ def launch(args: list[str]) -> None:
 def main() -> None:
     """The server (`python -c BOOT SOCKET PARENT`): each forked program returns here to become itself."""
     import gc
+    import importlib
     import selectors
 
     import sympy  # noqa: F401 - and what every program that compiles would, reading SYMPY_* as it starts
     import torch  # noqa: F401 - what every program would import again
 
+    for name in PRELOADED:
+        importlib.import_module(name)
+    imported = sorted({m for m in sys.modules for w in WAITED_FOR if m == w or m.startswith(w + ".")})
+    if imported:  # a torch whose libraries import them: no server (its programs start as new interpreters)
+        raise SystemExit(f"forked_python: preloading imported {', '.join(imported[:3])}")
     path, parent = sys.argv[1], int(sys.argv[2])
     os.close(os.pidfd_open(os.getpid()))  # what waiting for its programs needs (Linux 5.3): else no server
     listener = socket.socket(socket.AF_UNIX, socket.SOCK_SEQPACKET)

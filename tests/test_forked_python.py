@@ -39,3 +39,18 @@ def test_a_program_capture_starts_is_forked_and_ends_as_a_new_interpreter_runnin
     assert forked.stdout.startswith("True; ") and new.stdout.startswith("False; ")
     assert forked.returncode == new.returncode == status
     assert forked.stderr.replace("forked", "new") == new.stderr, (forked.stderr, new.stderr)
+
+
+@pytest.mark.skipif(
+    not forked_python.ENABLED, reason="TESTS_FORKED_PYTHON=0: every program a new interpreter"
+)
+def test_a_forked_program_starts_with_the_preloaded_libraries_and_nothing_tuned_kernels_waits_for() -> None:
+    env = {k: v for k, v in os.environ.items() if not k.startswith("TUNED_KERNELS")}
+    done = forked_python.run(
+        [sys.executable, "-c", "import sys; print(' '.join(sys.modules))"], env=env, timeout=60
+    )
+    assert done.returncode == 0, done.stderr
+    modules = set(done.stdout.split())
+    assert {"torch", *forked_python.PRELOADED} <= modules
+    waited = [m for m in modules for w in forked_python.WAITED_FOR if m == w or m.startswith(w + ".")]
+    assert waited == []
