@@ -5,6 +5,8 @@ import sys
 import tempfile
 from pathlib import Path
 
+import pytest
+
 # Every test runs kernels through Triton's interpreter unless a GPU test says otherwise.
 if not os.environ.get("TUNED_KERNELS_GPU_TESTS"):
     os.environ.setdefault("TRITON_INTERPRET", "1")
@@ -41,11 +43,33 @@ def pytest_unconfigure(config):  # type: ignore[no-untyped-def]
 
 
 def pytest_collection_modifyitems(config, items):  # type: ignore[no-untyped-def]
-    import pytest
-
     if os.environ.get("TUNED_KERNELS_GPU_TESTS"):
         return
     skip = pytest.mark.skip(reason="needs a GPU: run ci/gpu_run.sh on a GPU machine")
     for item in items:
         if "gpu" in item.keywords:
             item.add_marker(skip)
+
+
+_ENVIRONMENT = pytest.StashKey[dict[str, str]]()
+
+
+@pytest.hookimpl(wrapper=True)
+def pytest_runtest_setup(item):  # type: ignore[no-untyped-def]
+    item.stash[_ENVIRONMENT] = dict(os.environ)
+    return (yield)
+
+
+@pytest.hookimpl(wrapper=True)
+def pytest_runtest_teardown(item, nextitem):  # type: ignore[no-untyped-def]
+    """Each test leaves this process's environment as it found it (after its fixtures' own teardown). Dask's
+    Nanny, started in the test process, writes its pre-spawn environment into it (OMP_NUM_THREADS,
+    PYTHONHASHSEED, ...), which Python and torch read as they start: every program the worker started after
+    it was a new interpreter instead of a forked one (tests/forked_python.py)."""
+    try:
+        return (yield)
+    finally:
+        before = item.stash.get(_ENVIRONMENT, None)
+        if before is not None and dict(os.environ) != before:
+            os.environ.clear()
+            os.environ.update(before)
