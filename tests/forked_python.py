@@ -31,6 +31,7 @@ import subprocess
 import sys
 import tempfile
 import time
+from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
 
@@ -77,6 +78,11 @@ def run(
     if check and done.returncode:
         raise subprocess.CalledProcessError(done.returncode, command, done.stdout, done.stderr)
     return done
+
+
+def waited_for(modules: Iterable[str]) -> list[str]:
+    """The modules of `modules` that are `WAITED_FOR` or inside one of them, sorted."""
+    return sorted({m for m in modules for w in WAITED_FOR if m == w or m.startswith(w + ".")})
 
 
 def _startup_view(env: dict[str, str]) -> dict[str, str]:
@@ -238,7 +244,7 @@ def main() -> None:
 
     for name in PRELOADED:
         importlib.import_module(name)
-    imported = sorted({m for m in sys.modules for w in WAITED_FOR if m == w or m.startswith(w + ".")})
+    imported = waited_for(sys.modules)
     if imported:  # a torch whose libraries import them: no server (its programs start as new interpreters)
         raise SystemExit(f"forked_python: preloading imported {', '.join(imported[:3])}")
     path, parent = sys.argv[1], int(sys.argv[2])

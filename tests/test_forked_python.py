@@ -52,5 +52,4 @@ def test_a_forked_program_starts_with_the_preloaded_libraries_and_nothing_tuned_
     assert done.returncode == 0, done.stderr
     modules = set(done.stdout.split())
     assert {"torch", *forked_python.PRELOADED} <= modules
-    waited = [m for m in modules for w in forked_python.WAITED_FOR if m == w or m.startswith(w + ".")]
-    assert waited == []
+    assert forked_python.waited_for(modules) == []
