@@ -97,12 +97,12 @@ def run(
             if not steady_only:
                 traced = fresh(TUNED_KERNELS="1", TUNED_KERNELS_PATH=bundle, TUNED_KERNELS_FRAMES="0")
                 rows.setdefault("bundle_traced", []).append(model_run(argv, traced))  # the graph caches
-            if on_cuda1 and not steady_only:
-                moved = fresh(TUNED_KERNELS="1", TUNED_KERNELS_PATH=bundle, INDUCTOR_MODEL_GPU="1")
-                rows.setdefault("bundle_on_cuda1", []).append(model_run(argv, moved))
-            if len(defaults.get(baseline, [])) < repeats and not steady_only:  # the baseline once per model
-                cold = fresh(**sampled(baseline.replace(" ", "-") + "-no-caches", run))
-                defaults.setdefault(baseline, []).append(model_run([model, "default", *tail], cold))
+                if on_cuda1:
+                    moved = fresh(TUNED_KERNELS="1", TUNED_KERNELS_PATH=bundle, INDUCTOR_MODEL_GPU="1")
+                    rows.setdefault("bundle_on_cuda1", []).append(model_run(argv, moved))
+                if len(defaults.get(baseline, [])) < repeats:  # the baseline once per model
+                    cold = fresh(**sampled(baseline.replace(" ", "-") + "-no-caches", run))
+                    defaults.setdefault(baseline, []).append(model_run([model, "default", *tail], cold))
             bench.save()
 
 
@@ -123,11 +123,8 @@ def verdicts(report: dict[str, Any], row: Callable[[str, str, str, str, bool | N
             )
             continue
 
-        def median(rows: list[dict[str, Any]], field: str) -> float:
-            return float(statistics.median(x[field] for x in rows))
-
-        bundle, warm = median(m["bundle_only"], "first_call_s"), median(m["warm_caches"], "first_call_s")
-        default = median(baseline, "first_call_s")
+        bundle, warm = _median(m["bundle_only"], "first_call_s"), _median(m["warm_caches"], "first_call_s")
+        default = _median(baseline, "first_call_s")
         compiled = max(x["fxgraph_misses"] + x["autograd_misses"] for x in m["bundle_only"])
         timed = max(x["gemm_choices_benchmarked"] for x in m["bundle_only"])
         worked = [x["first_call_work"] for x in m["bundle_only"] if "first_call_work" in x]
@@ -139,7 +136,7 @@ def verdicts(report: dict[str, Any], row: Callable[[str, str, str, str, bool | N
         goal = UNTRACED_VS_DEFAULT if untraced else FIRST_VS_DEFAULT
         traced_text = ""
         if m.get("bundle_traced"):
-            alone = median(m["bundle_traced"], "first_call_s")
+            alone = _median(m["bundle_traced"], "first_call_s")
             traced_text = (
                 f"; Dynamo {'traced nothing' if untraced else 'traced'} (frames loaded from the bundle); "
                 f"traced, graphs from the caches (TUNED_KERNELS_FRAMES=0): {alone:.2f} s = {alone / default:.2f}x"
@@ -168,18 +165,14 @@ def _steady_step(m: dict[str, Any]) -> tuple[str, bool]:
     Judged on the GPU time of the step's kernels where the runs measured it (a sub-millisecond step's wall
     time is the host launching kernels, which moves between fresh processes of one cache by up to half), on
     the wall step in files from before."""
-
-    def median(field: str, rows: str) -> float:
-        return float(statistics.median(x[field] for x in m[rows]))
-
-    step, warm = median("step_ms", "bundle_only"), median("step_ms", "warm_caches")
+    step, warm = _median(m["bundle_only"], "step_ms"), _median(m["warm_caches"], "step_ms")
     wall = (
         f"step {step:.3f} vs {warm:.3f} ms warm (runs: bundle {_spread(m['bundle_only'], 'step_ms')}, "
         f"warm {_spread(m['warm_caches'], 'step_ms')} ms)"
     )
     if not all("kernel_ms" in x for x in m["bundle_only"] + m["warm_caches"]):
         return wall, warm / STEP_VS_WARM <= step <= STEP_VS_WARM * warm
-    kernels, warm_kernels = median("kernel_ms", "bundle_only"), median("kernel_ms", "warm_caches")
+    kernels, warm_kernels = _median(m["bundle_only"], "kernel_ms"), _median(m["warm_caches"], "kernel_ms")
     runs = m["bundle_only"] + m["warm_caches"]
     launched = sorted({len(x["kernels"]) if "kernels" in x else x["kernels_per_step"] for x in runs})
     text = (
@@ -203,8 +196,7 @@ def on_another_gpu(report: dict[str, Any], row: Callable[[str, str, str, str, bo
         moved = m.get("bundle_on_cuda1")
         if not moved:
             continue
-        here = float(statistics.median(x["first_call_s"] for x in m["bundle_only"]))
-        there = float(statistics.median(x["first_call_s"] for x in moved))
+        here, there = _median(m["bundle_only"], "first_call_s"), _median(moved, "first_call_s")
         compiled = max(x["fxgraph_misses"] + x["autograd_misses"] for x in moved)
         work = max(sum(x["first_call_work"].values()) + x["gemm_choices_benchmarked"] for x in moved)
         same = {x["output_digest"] for x in moved} <= {x["output_digest"] for x in m["bundle_only"]}
@@ -218,6 +210,10 @@ def on_another_gpu(report: dict[str, Any], row: Callable[[str, str, str, str, bo
             "0 compiled, 0 tuned, the same outputs",
             compiled == 0 and work == 0 and same,
         )
+
+
+def _median(runs: list[dict[str, Any]], field: str) -> float:
+    return float(statistics.median(x[field] for x in runs))
 
 
 def _spread(runs: list[dict[str, Any]], field: str, digits: int = 2) -> str:
