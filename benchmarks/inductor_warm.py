@@ -33,6 +33,7 @@ APP = str(HERE.parent / "tests/corpora/inductor_model.py")
 # inductor_model.py, since Inductor's own counters replay a cached graph's compile-time counts)
 FIRST_VS_DEFAULT, FIRST_VS_WARM, STEP_VS_WARM = 0.15, 1.2, 1.03
 UNTRACED_VS_DEFAULT = 0.08  # where every frame was loaded from the bundle, not traced by Dynamo
+WARM_ROWS = ("warm_caches", "second_warm_caches")  # each warm machine's runs, made by a tuning of its own
 
 
 def case_name(model: str, mode: str, train: bool) -> str:
@@ -46,12 +47,14 @@ def run(
     on_cuda1: bool = False,
     samples: str | None = None,
     steady_only: bool = False,
+    second_warm: bool = False,
 ) -> None:
     """Measures each (model, mode, train) case into bench.report["graphs"], and once per model (and
     training or not) default mode with no caches into bench.report["graphs_default"]. `on_cuda1` (a machine
     of two GPUs): the bundle, captured on cuda:0, served to the program on cuda:1 too, in the same rounds.
     `steady_only`: the bundle's and the warm machine's runs alone (their steady steps), no traced row and no
-    default-mode baseline.
+    default-mode baseline. `second_warm`: a second warm machine, made by a tuning of its own like the first,
+    in the same rounds (how far two tunings of one machine are apart).
     `samples`: a folder where each bundle, warm and default run writes its first call's stacks, sampled
     every millisecond (diagnostics: the sampling thread costs the call some time of its own)."""
     if samples:
@@ -84,15 +87,16 @@ def run(
         # a machine whose every cache is warm: Inductor's and Triton's caches as a first run with
         # tuned-kernels on and no bundle left them (the compiled graphs' keys include its choices hook; the
         # graph files a served run places are taken out again once no bundle offers them)
-        warm = fresh()
-        model_run(argv, {**warm, "TUNED_KERNELS": "1"})
+        warms = {row: fresh() for row in WARM_ROWS[: 2 if second_warm else 1]}
+        for warm in warms.values():
+            model_run(argv, {**warm, "TUNED_KERNELS": "1"})
         baseline = case_name(model, "default", train)
         for run in range(repeats):  # alternating, so drifts of the machine fall on all rows alike
             case = case_name(model, mode, train).replace(" ", "-")
             served = fresh(TUNED_KERNELS="1", TUNED_KERNELS_PATH=bundle, **sampled(f"{case}-bundle", run))
-            rows.setdefault("warm_caches", []).append(
-                model_run(argv, {**warm, "TUNED_KERNELS": "1", **sampled(f"{case}-warm", run)})
-            )
+            for row, warm in warms.items():
+                sample = sampled(f"{case}-{'warm' if row == WARM_ROWS[0] else row}", run)
+                rows.setdefault(row, []).append(model_run(argv, {**warm, "TUNED_KERNELS": "1", **sample}))
             rows.setdefault("bundle_only", []).append(model_run(argv, served))
             if not steady_only:
                 traced = fresh(TUNED_KERNELS="1", TUNED_KERNELS_PATH=bundle, TUNED_KERNELS_FRAMES="0")
@@ -185,8 +189,22 @@ def _steady_step(m: dict[str, Any]) -> tuple[str, bool]:
             else ""
         )
         + f"); wall {wall}"
+        + _second_warm(m, kernels, warm_kernels)
     )
     return text, warm_kernels / STEP_VS_WARM <= kernels <= STEP_VS_WARM * warm_kernels
+
+
+def _second_warm(m: dict[str, Any], bundle: float, warm: float) -> str:
+    """`; a second warm machine, tuned on its own: 0.112 ms = 1.057x the first, the bundle 0.998x of it`
+    where the runs had one (kernels' GPU time a step)."""
+    other = m.get(WARM_ROWS[1])
+    if not other:
+        return ""
+    second = _median(other, "kernel_ms")
+    return (
+        f"; a second warm machine, tuned on its own: {second:.3f} ms (runs {_spread(other, 'kernel_ms', 3)}) "
+        f"= **{second / warm:.3f}x** the first, the bundle **{bundle / second:.3f}x** of it"
+    )
 
 
 def on_another_gpu(report: dict[str, Any], row: Callable[[str, str, str, str, bool | None], None]) -> None:

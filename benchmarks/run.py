@@ -91,6 +91,7 @@ def run_step(bench: Bench, step: str, args: argparse.Namespace) -> None:
             on_cuda1=args.graphs_on_cuda1,
             samples=args.graph_samples,
             steady_only=args.graphs_steady_only,
+            second_warm=args.graphs_second_warm,
         )
     elif step == "scaling":
         scaling.run(bench, args.scaling_budget)
@@ -136,6 +137,12 @@ def graph_arguments(parser: argparse.ArgumentParser) -> None:
         action="store_true",
         help="graphs: the bundle's and the warm machine's runs alone, for their steady steps (no traced row, "
         "no default-mode baseline)",
+    )
+    parser.add_argument(
+        "--graphs-second-warm",
+        action="store_true",
+        help="graphs: a second warm machine, made by its own tuning, in the same rounds (how far two tunings "
+        "of one machine are apart)",
     )
 
 
