@@ -198,6 +198,41 @@ def test_a_capture_that_fails_makes_the_process_time_by_do_bench_from_then_on_sa
     assert len(said) == 1, done.stderr[-3000:]
 
 
+CONFIGS_GRAPHED = """
+import json, torch
+import torch._inductor.runtime.triton_heuristics
+from tuned_kernels.inductor_edge import config_timing
+
+config_timing.install()
+x = torch.randn(4096, 1000, device="cuda")
+before = x.clone()
+f = torch.compile(lambda t: t.mul_(2).relu().sum(dim=1), mode="max-autotune-no-cudagraphs")
+out = f(x)
+timed, fallbacks = config_timing.configs_timed()
+print(json.dumps({"timed": timed, "fallbacks": fallbacks, "written_once": torch.equal(x, before * 2),
+                  "equal": torch.allclose(out, (before * 2).relu().sum(dim=1), rtol=1e-4, atol=1e-2)}))
+"""
+
+
+def test_a_captures_generated_kernels_configs_are_timed_from_cuda_graphs_on_copies_of_what_they_write(
+    tmp_path: Path,
+) -> None:
+    """Inside a capture, the configs Inductor times for its generated kernels (at the first launch and in
+    coordinate descent) are timed by the tuner's CUDA-graph timing, on the copies Inductor makes of the
+    arguments a kernel writes: the program's tensor is written once, by the program."""
+    done = subprocess.run(
+        [sys.executable, "-c", CONFIGS_GRAPHED],
+        capture_output=True,
+        text=True,
+        timeout=300,
+        env={**os.environ, "TORCHINDUCTOR_CACHE_DIR": str(tmp_path / "inductor")},
+    )
+    assert done.returncode == 0, done.stderr[-3000:]
+    out = json.loads(done.stdout.splitlines()[-1])
+    assert out["timed"] > 0 and out["fallbacks"] == 0, out
+    assert out["written_once"] and out["equal"], out
+
+
 def test_split_k_matmul_is_exact_across_launches_and_streams() -> None:
     """The split-K kernel's last program per tile adds the parts other programs wrote (an atomic counter,
     reset for the next launch): every split, launched again and again on two streams at once, matches

@@ -31,6 +31,12 @@ INDUCTOR_STATIC_RECHECK = Shape(
     calls=("recheck_autotune_cache", "check_autotune_cache"),
 )  # fmt: skip
 
+INDUCTOR_CONFIG_TIMING = Shape(
+    "torch._inductor.runtime.triton_heuristics", "CachingAutotuner", ("bench",),
+    "a capture ranks generated kernels' configs as Inductor does, each call issued from the host",
+    calls=("bench", "benchmarker"),
+)  # fmt: skip
+
 INDUCTOR_COMPILE_POOL = Shape(
     "torch._inductor.async_compile", "AsyncCompile", ("wakeup", "use_process_pool"),
     "Inductor's compile workers start at a served first call, as without a bundle",
@@ -115,6 +121,7 @@ SHAPES = (
     *INDUCTOR_FINAL_CHOICES,
     INDUCTOR_RBLOCK_SCALING,
     INDUCTOR_STATIC_RECHECK,
+    INDUCTOR_CONFIG_TIMING,
     INDUCTOR_COMPILE_POOL,
     INDUCTOR_CPP_WRITE,
     INDUCTOR_CPP_LOAD,

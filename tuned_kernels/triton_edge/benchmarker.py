@@ -91,7 +91,7 @@ def graph_times(fn: Callable[[], object], warmup_ms: float, rep_ms: float) -> li
         return None
     driver = runtime.driver.active
     flush = functools.partial(driver.clear_cache, driver.get_empty_cache_for_benchmark())
-    stream = _capture_stream(torch.cuda.current_device())
+    stream = capture_stream(torch.cuda.current_device())
     if not _runs_without_waiting(fn, flush, stream):
         return None
     switch = sys.getswitchinterval()
@@ -205,7 +205,7 @@ def _captured(fn: Callable[[], object], flush: Callable[[], object], reps: int, 
 
 
 @functools.cache
-def _capture_stream(device: int) -> Any:
+def capture_stream(device: int) -> Any:
     """One stream per device to capture on (a graph is captured on a stream other than the default)."""
     import torch
 
