@@ -377,6 +377,8 @@ def main() -> None:
         first = time.perf_counter() - t0
         first_call_work = dict(real.counts)
         pools = len(getattr(sys.modules.get("torch._inductor.async_compile"), "_pool_set", ()))
+        graph_timing = sys.modules.get("tuned_kernels.inductor_edge.config_timing")  # inside a capture
+        configs_graph_timed = graph_timing.configs_timed() if graph_timing is not None else (0, 0)
         first_call_tuned = list(real.kernels)
         if sampler is not None:
             sampler.stop()
@@ -417,6 +419,8 @@ def main() -> None:
                 "first_call_work": first_call_work,
                 "first_call_tuned": first_call_tuned,
                 "compile_pools_at_first_call": pools,  # Inductor's compile-worker pools started by then
+                # generated kernels' configs timed from CUDA graphs at the first call, and of those by do_bench
+                "configs_graph_timed": list(configs_graph_timed),
                 **graph_counts(),
             }
         )
