@@ -188,10 +188,17 @@ def _steady_step(m: dict[str, Any]) -> tuple[str, bool]:
             if "kernel_ms" in m["capture"]
             else ""
         )
+        + _graph_timed(m["capture"])
         + f"); wall {wall}"
         + _second_warm(m, kernels, warm_kernels)
     )
     return text, warm_kernels / STEP_VS_WARM <= kernels <= STEP_VS_WARM * warm_kernels
+
+
+def _graph_timed(capture: dict[str, Any]) -> str:
+    """`, its configs timed from CUDA graphs: 167 (0 by do_bench)` where the capture's run said."""
+    timed = capture.get("configs_graph_timed")
+    return f", its configs timed from CUDA graphs: {timed[0]} ({timed[1]} by do_bench)" if timed else ""
 
 
 def _second_warm(m: dict[str, Any], bundle: float, warm: float) -> str:
