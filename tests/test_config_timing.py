@@ -4,11 +4,23 @@ test_gpu.py."""
 
 from __future__ import annotations
 
+import json
+import os
+import sys
+from pathlib import Path
 from typing import Any
 
 import pytest
 
+from tests import forked_python
 from tuned_kernels.inductor_edge import config_timing
+
+TIMED_BY = """
+import json, torch
+from torch._inductor.runtime import triton_heuristics
+print(json.dumps({"graphed": getattr(triton_heuristics.CachingAutotuner.bench, "graphed", False),
+                  "benchmarker": type(triton_heuristics.benchmarker).__name__}))
+"""
 
 
 class _Inductors:
@@ -66,3 +78,28 @@ def test_inductors_autotuner_is_timed_so_only_where_its_benchmarker_is_the_one_i
 
     assert holds(INDUCTOR_CONFIG_TIMING, triton_heuristics.CachingAutotuner)
     assert callable(getattr(triton_heuristics.benchmarker, "benchmark", None))
+
+
+@pytest.mark.parametrize("run", ["capture", "served"])
+def test_a_capture_times_generated_kernels_configs_its_own_way_and_a_served_program_as_inductor_does(
+    tmp_path: Path, run: str
+) -> None:
+    """A capture tunes once for every machine its bundle reaches: it times the configs its way. A program
+    served or tuning a miss at run time times them as Inductor does without tuned-kernels."""
+    program = tmp_path / "timed_by.py"
+    program.write_text(TIMED_BY)
+    command = (
+        ["capture", "-o", str(tmp_path / "out.pb.zst"), "--", sys.executable, str(program)]
+        if run == "capture"
+        else None
+    )
+    env = {**os.environ, "TORCHINDUCTOR_CACHE_DIR": str(tmp_path / "inductor"), "TUNED_KERNELS": "1"}
+    argv = [sys.executable, "-m", "tuned_kernels", *command] if command else [sys.executable, str(program)]
+    done = forked_python.run(argv, env=env, capture_output=True, text=True, timeout=300)
+    assert done.returncode == 0, done.stderr[-3000:]
+    said = json.loads(next(line for line in done.stdout.splitlines() if line.startswith("{")))
+    assert said == (
+        {"graphed": True, "benchmarker": "_RankingBenchmarker"}
+        if run == "capture"
+        else {"graphed": False, "benchmarker": "InductorBenchmarker"}
+    )

@@ -5,7 +5,8 @@ A program that sets its own `inductor_choices_class` keeps it (one warning: GEMM
 served). The bundles' tuned generated kernels go into Inductor's autotune cache (autotune_cache.py), their
 reductions' halving choices to its autotuner (reduction_choices.py), their compiled graphs into its FX-graph
 and AOTAutograd caches (graphs.py); inside a capture, torch's source hash is recorded at exit
-(source_key.py).
+(source_key.py) and the generated kernels' configs are timed by the tuner's device timing
+(config_timing.py).
 """
 
 from __future__ import annotations
@@ -76,10 +77,11 @@ def install(stored: Stored = lambda _: (), place_graphs: PlaceGraphs = lambda: N
     place_graphs()
     _mend_autotune_cache_reads()
     if os.environ.get("TUNED_KERNELS_CAPTURE"):
-        from tuned_kernels.inductor_edge import frame_capture, frames, source_key
+        from tuned_kernels.inductor_edge import config_timing, frame_capture, frames, source_key
         from tuned_kernels.inductor_edge.autotune_cache import inductor_cache_dir
 
         atexit.register(source_key.record_for_capture)
+        when_imported("torch._inductor.runtime.triton_heuristics", lambda _: config_timing.install())
         frames.capture_when_imported(inductor_cache_dir() / "frames", frame_capture.capture)
 
 
