@@ -2,9 +2,10 @@
 
 Inductor times each config of a pointwise or reduction kernel (at its first launch, and in coordinate
 descent) with a pair of device events around each call issued from the host. A kernel of a few
-microseconds then waits inside its events for the host to launch it, and its configs are ranked by the
-host's pace more than by their own: two tunings of one model on one GPU kept configs whose kernels took
-twice as long as the other's (H200: a pointwise kernel of `moe` at 0.011 vs 0.0055 ms a step). A capture
+microseconds may then wait inside its events for the host to launch it, which ranks its configs by the
+host's pace as much as by their own (what `tune` found for its own timing, and the likely cause of this):
+two tunings of one model on one GPU kept configs whose kernels took twice as long as the other's (H200: a
+pointwise kernel of `moe` at 0.011 vs 0.0055 ms a step). A capture
 tunes once for every machine it is served to, so there it times each config as `tune` does
 (triton_edge/benchmarker.py: the repetitions captured in a CUDA graph, the L2 cache flushed before each,
 the least kept); everything else Inductor does around the timing (its skipping of configs that spill
