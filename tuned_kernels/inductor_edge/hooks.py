@@ -22,7 +22,7 @@ from tuned_kernels import model
 from tuned_kernels.errors import one_line, warn
 from tuned_kernels.inductor_edge import graph_moves, reduction_choices, unloadable
 from tuned_kernels.inductor_edge.hook_id import hook_uuid
-from tuned_kernels.post_import import when_imported
+from tuned_kernels.post_import import when_import_done, when_imported
 
 Stored = Callable[[model.KernelIdentity], Sequence[model.Entry]]  # the bundles' entries for a kernel
 PlaceGraphs = Callable[[], None]  # puts the bundles' compiled graphs into Inductor's cache directory
@@ -81,7 +81,7 @@ def install(stored: Stored = lambda _: (), place_graphs: PlaceGraphs = lambda: N
         from tuned_kernels.inductor_edge.autotune_cache import inductor_cache_dir
 
         atexit.register(source_key.record_for_capture)
-        when_imported("torch._inductor.runtime.triton_heuristics", lambda _: config_timing.install())
+        when_import_done("torch._inductor.runtime.triton_heuristics", lambda _: config_timing.install())
         frames.capture_when_imported(inductor_cache_dir() / "frames", frame_capture.capture)
 
 
