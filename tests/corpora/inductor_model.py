@@ -18,6 +18,7 @@ import re
 import statistics
 import sys
 import time
+from typing import Any
 
 import torch
 from torch import nn
@@ -300,10 +301,7 @@ def kernel_time(compiled: nn.Module, x: torch.Tensor, train: bool) -> tuple[floa
     times: list[float] = []
     by_name: dict[str, float] = {}
     for _ in range(KERNEL_BLOCKS):
-        with torch.profiler.profile(activities=[torch.profiler.ProfilerActivity.CUDA]) as profile:
-            for _ in range(KERNEL_STEPS):
-                step(compiled, x, train)
-            torch.cuda.synchronize()
+        profile = _profiled(compiled, x, train, KERNEL_STEPS)
         by_name = {}
         for event in (e for e in profile.events() if e.device_type == DeviceType.CUDA):
             ms = event.time_range.elapsed_us() / 1000 / KERNEL_STEPS
@@ -314,13 +312,19 @@ def kernel_time(compiled: nn.Module, x: torch.Tensor, train: bool) -> tuple[floa
 
 def write_profile(compiled: nn.Module, x: torch.Tensor, train: bool, path: str) -> None:
     """Diagnostics: the kernels of three steps, by GPU time, as a table in `path`."""
-    with torch.profiler.profile(activities=[torch.profiler.ProfilerActivity.CUDA]) as profile:
-        for _ in range(3):
-            step(compiled, x, train)
-        torch.cuda.synchronize()
+    profile = _profiled(compiled, x, train, 3)
     table = profile.key_averages().table(sort_by="cuda_time_total", row_limit=40, max_name_column_width=90)
     with open(path, "w") as f:
         f.write(table)
+
+
+def _profiled(compiled: nn.Module, x: torch.Tensor, train: bool, steps: int) -> Any:
+    """`steps` steps under torch's profiler (the GPU's activity), waited for: the profile."""
+    with torch.profiler.profile(activities=[torch.profiler.ProfilerActivity.CUDA]) as profile:
+        for _ in range(steps):
+            step(compiled, x, train)
+        torch.cuda.synchronize()
+    return profile
 
 
 def graph_counts() -> dict[str, int]:
